@@ -1,0 +1,30 @@
+# ac3 — conveniences. The README's two commands work without just.
+
+default:
+    @just --list
+
+# Build the ac3 binary into bin/.
+build:
+    go build -o bin/ac3 ./cmd/ac3
+
+# The demo: ingest the bundled WildChat and LiC samples, curate, export.
+run: build
+    ./bin/ac3 run --config fixtures/configs/wildchat.yaml
+    ./bin/ac3 status --db runs/demo.db
+
+# The whole test suite, with the race detector.
+test:
+    go vet ./...
+    go test -race -count=1 ./...
+
+# Each fuzz target for a few seconds (CI runs them briefly).
+fuzz seconds="5":
+    ./scripts/fuzz-all.sh {{seconds}}
+
+# Benchmarks that print the figures the issues ask for.
+bench:
+    go test -run '^$' -bench . -benchtime 1x ./pipeline/bench/
+
+lint:
+    test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
+    go vet ./...

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ac3/ac3/io/arrowipc"
+	"github.com/ac3/ac3/io/jsonl"
+	"github.com/ac3/ac3/io/parquetio"
+	"github.com/ac3/ac3/io/record"
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/convert"
+	"github.com/ac3/ac3/pipeline/progress"
+)
+
+func convertCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "convert",
+		Usage:     "stream files through the filters into canonical Parquet, Arrow or JSONL, without a run",
+		ArgsUsage: "FILE...",
+		Description: `A one-pass conversion for when you want a filtered file, not a run: no run
+file, no resume. The output format follows --out: .parquet, .arrow, .jsonl
+(.jsonl.zst, .jsonl.gz). Bad records are counted by reason and listed with
+--show-bad. --dedupe needs a run (it remembers what it has seen): use ingest.
+
+Example:
+   ac3 convert --language English --min-turns 5 --max-turns 10 \
+       --out english-5-10.parquet wildchat-shard-*.jsonl.zst`,
+		Flags: append(filterFlags(),
+			&cli.StringFlag{Name: "out", Required: true, Usage: "output file (.parquet, .arrow, .jsonl, .jsonl.zst)"},
+			&cli.BoolFlag{Name: "show-bad", Usage: "print each bad record's file, line and reason"},
+		),
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return fmt.Errorf("no input files: pass one or more FILEs")
+			}
+			fs := filterSettingsFrom(c)
+			if fs.Dedupe {
+				return fmt.Errorf("--dedupe needs a run file: use 'ac3 ingest --dedupe' then 'ac3 export'")
+			}
+			keep, err := keepFunc(fs)
+			if err != nil {
+				return err
+			}
+			out := c.String("out")
+			w, err := createConvWriter(out)
+			if err != nil {
+				return err
+			}
+			var onBad func(record.Bad)
+			if c.Bool("show-bad") {
+				onBad = func(b record.Bad) { fmt.Fprintf(e.stderr, "%s: %s: %s\n", b.Source, b.Reason, b.Detail) }
+			}
+			m := progress.Start(e.stderr, "convert", "conversations", 0)
+			counted := countingWriter{w: w, m: m}
+			st, err := convert.Run(c.Context, c.Args().Slice(), opener(c.String("format"), c.Int("max-line-bytes")), keep, counted, onBad)
+			m.Stop()
+			if err != nil {
+				w.Abort()
+				return err
+			}
+			if err := w.Close(); err != nil {
+				return fmt.Errorf("finishing %s: %w", out, err)
+			}
+			var dropped, bad int64
+			for _, n := range st.Dropped {
+				dropped += n
+			}
+			badBy := map[string]int64{}
+			for r, n := range st.Bad {
+				bad += n
+				badBy[string(r)] = n
+			}
+			fmt.Fprintf(e.stdout, "read %d records: wrote %d conversations to %s\n", st.Records, st.Kept, out)
+			printCounts(e.stdout, "dropped by filters", st.Dropped, dropped)
+			printCounts(e.stdout, "bad records skipped", badBy, bad)
+			return nil
+		},
+	}
+}
+
+type convWriter interface {
+	Write(*conv.Conversation) error
+	Close() error
+	Abort() error
+}
+
+type countingWriter struct {
+	w convWriter
+	m *progress.Meter
+}
+
+func (c countingWriter) Write(cv *conv.Conversation) error {
+	c.m.Add(1, 0)
+	return c.w.Write(cv)
+}
+
+type jsonlFile struct {
+	*jsonl.Writer
+	tmp, path string
+}
+
+func (j jsonlFile) Close() error {
+	if err := j.Writer.Close(); err != nil {
+		return err
+	}
+	return os.Rename(j.tmp, j.path)
+}
+
+func (j jsonlFile) Abort() error {
+	j.Writer.Close()
+	return os.Remove(j.tmp)
+}
+
+// createConvWriter picks the writer from the output's extension. Text output
+// goes to a temporary sibling renamed on Close, like the columnar writers do.
+func createConvWriter(path string) (convWriter, error) {
+	lower := strings.ToLower(path)
+	switch {
+	case strings.HasSuffix(lower, ".parquet"):
+		return parquetio.Create(path, parquetio.WriterOptions{})
+	case strings.HasSuffix(lower, ".arrow"), strings.HasSuffix(lower, ".arrows"), strings.HasSuffix(lower, ".ipc"):
+		return arrowipc.Create(path)
+	case strings.Contains(lower, ".jsonl") || strings.Contains(lower, ".json"):
+		tmp := filepath.Join(filepath.Dir(path), ".partial-"+filepath.Base(path))
+		w, err := jsonl.Create(tmp)
+		if err != nil {
+			return nil, err
+		}
+		return jsonlFile{w, tmp, path}, nil
+	}
+	return nil, fmt.Errorf("cannot tell the output format of %s: use .parquet, .arrow or .jsonl", path)
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/stages/curate"
+)
+
+func inspectCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "inspect",
+		Usage: "show the curated contexts of one turn side by side",
+		Description: `Prints, for one conversation and turn, the context each curated strategy
+would give the model, side by side when the terminal is wide enough (stacked
+otherwise), with roles, where each message came from, and token totals.
+Without --turn it lists the conversation's curated turns.
+
+Example:
+   ac3 inspect --db run.db --conversation aa7c3f49343e097be66442288abd1dac --turn 2
+   ac3 inspect --db run.db --conversation sharded-GSM8K/12 --turn 3 --strategies fc,ao --width 200`,
+		Flags: []cli.Flag{
+			dbFlag,
+			&cli.StringFlag{Name: "conversation", Aliases: []string{"c"}, Required: true, Usage: "conversation id"},
+			&cli.IntFlag{Name: "turn", Aliases: []string{"t"}, Usage: "user turn"},
+			&cli.StringFlag{Name: "strategies", Usage: "only these strategies (default: all curated)"},
+			&cli.IntFlag{Name: "width", Usage: "output width (default: the terminal's, else 160)"},
+		},
+		Action: func(c *cli.Context) error {
+			l, err := openRun(c.Context, c, true)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			id := c.String("conversation")
+			s, ok, err := l.Conversation(c.Context, id)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("no conversation %q in %s", id, l.Path())
+			}
+			plans, err := l.Plans(c.Context)
+			if err != nil {
+				return err
+			}
+			current := map[ledger.Variant]bool{}
+			for _, v := range plans[curate.StageName] {
+				current[v] = true
+			}
+			want := map[string]bool{}
+			for _, n := range splitList([]string{c.String("strategies")}) {
+				want[n] = true
+			}
+			units, err := l.ConversationUnits(c.Context, curate.StageName, id, c.Int("turn"))
+			if err != nil {
+				return err
+			}
+			turns := map[int]bool{}
+			var ctxs []curate.Context
+			for _, u := range units {
+				if !current[ledger.Variant{Name: u.Variant, Version: u.Version}] || (len(want) > 0 && !want[u.Variant]) || u.Status != ledger.Done {
+					continue
+				}
+				turns[u.Turn] = true
+				x, err := curate.DecodeContext(u.Output)
+				if err != nil {
+					return fmt.Errorf("decoding unit %s: %w", u.Key, err)
+				}
+				ctxs = append(ctxs, x)
+			}
+			if len(ctxs) == 0 {
+				return fmt.Errorf("conversation %s has no curated turn %d: run 'ac3 curate' (it has %d user turns)", id, c.Int("turn"), s.Conv.UserTurns())
+			}
+			if c.Int("turn") == 0 {
+				ts := make([]int, 0, len(turns))
+				for t := range turns {
+					ts = append(ts, t)
+				}
+				sort.Ints(ts)
+				fmt.Fprintf(e.stdout, "conversation %s (%s, %d user turns): curated turns %v\n", id, s.Conv.Source, s.Conv.UserTurns(), ts)
+				fmt.Fprintln(e.stdout, "pick one with --turn")
+				return nil
+			}
+			width := c.Int("width")
+			if width <= 0 {
+				width = 160
+				if f, ok := e.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+					if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 40 {
+						width = w
+					}
+				}
+			}
+			fmt.Fprintf(e.stdout, "conversation %s, turn %d (%s)\n\n", id, c.Int("turn"), s.Conv.Source)
+			return curate.Render(e.stdout, s.Conv, ctxs, width)
+		},
+	}
+}

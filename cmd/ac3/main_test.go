@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary act as the ac3 command, so tests that need a
+// real process (to kill it) run the code under test without a separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("AC3_TEST_AS_CLI") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runApp runs ac3 in-process with args and returns stdout and stderr.
+func runApp(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	app := newApp(&env{stop: make(chan struct{}), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }})
+	err := app.RunContext(ctx, append([]string{"ac3"}, args...))
+	return out.String(), errb.String(), err
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errs, err := runApp(t, args...)
+	if err != nil {
+		t.Fatalf("ac3 %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errs)
+	}
+	return out
+}

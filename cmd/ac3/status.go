@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ac3/ac3/pipeline/ledger"
+)
+
+func statusCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "tell where a run stands",
+		ArgsUsage: "[RUN.db]",
+		Description: `Prints, for the run, the input files and how far each was read, kept
+conversations, drops by filter reason, quarantined records by reason, and per
+stage and variant the tasks done, failed and pending, plus model usage and spend.
+
+--json prints the same as one JSON object. Its fields are stable (new fields may
+be added, none renamed or removed): path, inputs[{path, format, records,
+finished}], conversations, dropped{reason: n}, dropped_total, quarantined{reason:
+n}, quarantined_total, stages[{stage, variant, version, done, failed, pending,
+units_done, units_failed}], llm[{role, model, stage, calls, cache_hits, failed,
+prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd}],
+spend_usd.
+
+Example:
+   ac3 status --db run.db
+   ac3 status run.db --json | jq .quarantined`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "db", Usage: "the run file", EnvVars: []string{"AC3_DB"}},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			l, err := openRun(c.Context, c, true)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			st, err := l.Status(c.Context)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			printStatus(e.stdout, st)
+			return nil
+		},
+	}
+}
+
+func printStatus(w io.Writer, st ledger.Status) {
+	fmt.Fprintf(w, "run %s\n\n", st.Path)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "input\tformat\trecords\tstate")
+	for _, in := range st.Inputs {
+		state := "partly read"
+		if in.Finished {
+			state = "done"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", in.Path, in.Format, in.Records, state)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nconversations kept: %d\n", st.Conversations)
+	printCounts(w, "dropped by filters", st.Dropped, st.DroppedTotal)
+	printCounts(w, "quarantined (bad records)", st.Quarantined, st.QuarantTotal)
+	if len(st.Stages) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "stage\tvariant\tdone\tfailed\tpending\tunits done\tunits failed")
+		for _, s := range st.Stages {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", s.Stage, s.Variant, s.Done, s.Failed, s.Pending, s.UnitsDone, s.UnitsFailed)
+		}
+		tw.Flush()
+	}
+	if len(st.LLM) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "role\tmodel\tstage\tcalls\tcache hits\tfailed\tprompt tok\tcompletion tok\tcost")
+		for _, u := range st.LLM {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t$%.4f\n", u.Role, u.Model, u.Stage, u.Calls, u.CacheHits, u.Failed, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "spend so far: $%.4f\n", st.SpendUSD)
+	}
+}
+
+func printCounts(w io.Writer, title string, m map[string]int64, total int64) {
+	fmt.Fprintf(w, "%s: %d\n", title, total)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %-28s %d\n", k, m[k])
+	}
+}
+
+func retryCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "retry",
+		Usage: "re-queue failed work so the next run does it again",
+		Description: `Failed units (a rejected request, a model answer that could not be parsed
+after retries) keep their error and raw answer in the run. retry forgets them,
+so the next curate/run command plans them again. Finished work is untouched.
+
+Example:
+   ac3 retry --db run.db --stage curate`,
+		Flags: []cli.Flag{dbFlag, &cli.StringFlag{Name: "stage", Usage: "only this stage (default: all)"}},
+		Action: func(c *cli.Context) error {
+			l, err := openRun(c.Context, c, false)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			n, err := l.Requeue(c.Context, c.String("stage"))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "re-queued %d failed tasks\n", n)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,205 @@
+package jsonl
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ac3/ac3/pipeline/conv"
+)
+
+// Writer writes conversations as canonical JSONL: one JSON object a line,
+// the conv.Conversation fields under their json tags, in the same bytes
+// encoding/json would produce with HTML escaping off. It is hand-written
+// because export speed matters and the struct is fixed. Meta must be valid
+// JSON; it is compacted onto the line.
+//
+// A Writer is not safe for concurrent use.
+type Writer struct {
+	bw     *bufio.Writer
+	buf    []byte
+	closer []io.Closer // closed in order by Close, after the flush
+}
+
+// NewWriter returns a Writer on w. Close flushes it; it does not close w.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{bw: bufio.NewWriterSize(w, 256<<10)}
+}
+
+// Create creates the file at path and returns a Writer on it, compressing
+// with zstd when path ends in .zst (or .zstd) and with gzip when it ends in
+// .gz. Close flushes, ends the compressed stream and closes the file.
+func Create(path string) (*Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	lower := strings.ToLower(path)
+	switch {
+	case strings.HasSuffix(lower, ".zst"), strings.HasSuffix(lower, ".zstd"):
+		z, err := zstd.NewWriter(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("starting zstd encoder for %s: %w", path, err)
+		}
+		w := NewWriter(z)
+		w.closer = []io.Closer{z, f}
+		return w, nil
+	case strings.HasSuffix(lower, ".gz"):
+		z := gzip.NewWriter(f)
+		w := NewWriter(z)
+		w.closer = []io.Closer{z, f}
+		return w, nil
+	}
+	w := NewWriter(f)
+	w.closer = []io.Closer{f}
+	return w, nil
+}
+
+// Write writes c as one line. It fails if c.Meta is not valid JSON, writing
+// nothing in that case.
+func (w *Writer) Write(c *conv.Conversation) error {
+	b, err := AppendConversation(w.buf[:0], c)
+	w.buf = b
+	if err != nil {
+		return fmt.Errorf("writing conversation %s: %w", c.ID, err)
+	}
+	w.buf = append(w.buf, '\n')
+	_, err = w.bw.Write(w.buf)
+	return err
+}
+
+// Flush writes buffered lines to the underlying writer.
+func (w *Writer) Flush() error { return w.bw.Flush() }
+
+// Close flushes and closes what Create opened. The Writer is unusable after.
+func (w *Writer) Close() error {
+	err := w.bw.Flush()
+	for _, c := range w.closer {
+		err = errors.Join(err, c.Close())
+	}
+	w.closer = nil
+	return err
+}
+
+// AppendConversation appends the canonical JSON of c (no newline) to dst.
+func AppendConversation(dst []byte, c *conv.Conversation) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"id":`...)
+	dst = AppendString(dst, c.ID)
+	dst = append(dst, `,"source":{"file":`...)
+	dst = AppendString(dst, c.Source.File)
+	if c.Source.Line != 0 {
+		dst = append(dst, `,"line":`...)
+		dst = strconv.AppendInt(dst, c.Source.Line, 10)
+	}
+	if c.Source.Row != 0 {
+		dst = append(dst, `,"row":`...)
+		dst = strconv.AppendInt(dst, c.Source.Row, 10)
+	}
+	dst = append(dst, `},"format":`...)
+	dst = AppendString(dst, c.Format)
+	if c.System != "" {
+		dst = append(dst, `,"system":`...)
+		dst = AppendString(dst, c.System)
+	}
+	dst = append(dst, `,"messages":`...)
+	if c.Messages == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, m := range c.Messages {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"role":`...)
+			dst = AppendString(dst, string(m.Role))
+			dst = append(dst, `,"content":`...)
+			dst = AppendString(dst, m.Content)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if c.Language != "" {
+		dst = append(dst, `,"language":`...)
+		dst = AppendString(dst, c.Language)
+	}
+	if c.Toxic {
+		dst = append(dst, `,"toxic":true`...)
+	}
+	if c.Redacted {
+		dst = append(dst, `,"redacted":true`...)
+	}
+	if len(c.Meta) > 0 {
+		dst = append(dst, `,"meta":`...)
+		var err error
+		if dst, err = AppendCompact(dst, c.Meta); err != nil {
+			return dst[:start], fmt.Errorf("checking meta: %w", err)
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string the way encoding/json does with
+// HTML escaping off: invalid UTF-8 becomes U+FFFD, and U+2028 and U+2029 are
+// escaped so the line is also valid JavaScript.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,24 @@
+// Package parquetio reads and writes conversations as Apache Parquet, and
+// owns the canonical Arrow schema that ac3 uses for every columnar format.
+//
+// What lives here:
+//
+//   - Schema, the canonical conversation/v1 Arrow schema, in which messages
+//     are a real list<struct<role, content>> (not JSON text), so pandas,
+//     pyarrow and DuckDB see nested data;
+//   - ConversationBuilder, which turns conversations into Arrow record
+//     batches of that schema (arrowipc reuses it);
+//   - Writer, which streams conversations to a Parquet file a row group at a
+//     time, and TableWriter, the same for any flat schema (curated contexts,
+//     the quarantine table);
+//   - OpenReader, which streams a Parquet file back as records, whether it
+//     holds our canonical schema or WildChat as released on Hugging Face, and
+//     NewBatchReader, the same decoding over any source of Arrow batches.
+//
+// What does not: Arrow IPC files (package arrowipc), JSONL (package jsonl),
+// choosing a reader for a file (package detect).
+//
+// Memory stays bounded on both sides: writers keep at most one row group in
+// builders, and readers pull one batch of rows at a time through pqarrow's
+// record reader, never a whole table.
+package parquetio

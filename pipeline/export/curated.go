@@ -1,0 +1,98 @@
+package export
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/ac3/ac3/io/parquetio"
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/stages/curate"
+)
+
+// CuratedSchema is the layout of a curated export: one row per conversation,
+// turn and strategy.
+func CuratedSchema() *arrow.Schema {
+	md := arrow.NewMetadata([]string{"ac3.schema"}, []string{"curated/v1"})
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "conversation_id", Type: arrow.BinaryTypes.String},
+		{Name: "turn", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "strategy", Type: arrow.BinaryTypes.String},
+		{Name: "version", Type: arrow.BinaryTypes.String},
+		{Name: "messages", Type: parquetio.MessagesType()},
+		{Name: "tokens", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "n_messages", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "target", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, &md)
+}
+
+// Curated writes every done curated context of the strategies the curate
+// stage last ran, materialized against its conversation, to path. target is
+// the dataset's own assistant reply to the turn (null when there is none),
+// which is what fine-tuning on curated contexts trains towards.
+func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int64, error) {
+	plans, err := l.Plans(ctx)
+	if err != nil {
+		return 0, err
+	}
+	variants := plans[curate.StageName]
+	if len(variants) == 0 {
+		return 0, fmt.Errorf("nothing curated in %s yet: run 'ac3 curate' first", l.Path())
+	}
+	rw, err := newRowWriter(f, path, CuratedSchema())
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	var after int64
+	for {
+		page, err := l.ConversationPage(ctx, after, pageSize)
+		if err != nil {
+			rw.Abort()
+			return n, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		bySeq := make(map[int64]*conv.Conversation, len(page))
+		for _, s := range page {
+			bySeq[s.Seq] = s.Conv
+		}
+		upto := page[len(page)-1].Seq
+		err = l.Units(ctx, curate.StageName, variants, after, upto, func(u ledger.Unit) error {
+			if u.Status != ledger.Done {
+				return nil
+			}
+			c := bySeq[u.ConvSeq]
+			x, err := curate.DecodeContext(u.Output)
+			if err != nil {
+				return fmt.Errorf("decoding unit %s: %w", u.Key, err)
+			}
+			msgs := x.Materialize(c)
+			var target any
+			if a, ok := reply(c, u.Turn); ok {
+				target = a
+			}
+			n++
+			return rw.Write([]any{c.ID, int64(u.Turn), u.Variant, u.Version, msgs, int64(x.Tokens), int64(len(msgs)), target})
+		})
+		if err != nil {
+			rw.Abort()
+			return n, err
+		}
+		after = upto
+	}
+	return n, rw.Close()
+}
+
+// reply is a_t, the dataset's assistant message answering user turn t.
+func reply(c *conv.Conversation, t int) (string, bool) {
+	for _, tr := range c.Turns() {
+		if tr.Index == t && tr.Reply >= 0 {
+			return c.Messages[tr.Reply].Content, true
+		}
+	}
+	return "", false
+}

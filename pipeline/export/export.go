@@ -1,0 +1,256 @@
+// Package export writes what a run holds to files other tools read: the kept
+// conversations (canonical Parquet or JSONL), the curated contexts of every
+// strategy (one row per conversation, turn and strategy, with the context as
+// a list of messages), and the quarantine. Rows come out in ingest order, then
+// turn, then strategy, so an export is the same bytes however the work that
+// produced it was scheduled or interrupted.
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ac3/ac3/io/jsonl"
+	"github.com/ac3/ac3/io/parquetio"
+	"github.com/ac3/ac3/pipeline/ledger"
+)
+
+// Format is an output format.
+type Format string
+
+// The output formats.
+const (
+	Parquet Format = "parquet"
+	JSONL   Format = "jsonl"
+)
+
+// ParseFormat accepts parquet and jsonl (a .zst or .gz out path compresses
+// JSONL).
+func ParseFormat(s string) (Format, error) {
+	switch Format(strings.ToLower(s)) {
+	case Parquet:
+		return Parquet, nil
+	case JSONL, "jsonl.zst", "jsonl-zst":
+		return JSONL, nil
+	}
+	return "", fmt.Errorf("unknown format %q: want parquet or jsonl", s)
+}
+
+const pageSize = 512
+
+// Conversations writes every kept conversation of the run to path.
+func Conversations(ctx context.Context, l *ledger.Ledger, f Format, path string) (int64, error) {
+	type convWriter interface {
+		Close() error
+	}
+	var n int64
+	var write func(ledger.Stored) error
+	var closer convWriter
+	var abort func()
+	switch f {
+	case Parquet:
+		w, err := parquetio.Create(path, parquetio.WriterOptions{})
+		if err != nil {
+			return 0, fmt.Errorf("creating %s: %w", path, err)
+		}
+		write = func(s ledger.Stored) error { return w.Write(s.Conv) }
+		closer, abort = w, func() { w.Abort() }
+	default:
+		tmp := tempPath(path)
+		w, err := jsonl.Create(tmp)
+		if err != nil {
+			return 0, fmt.Errorf("creating %s: %w", path, err)
+		}
+		write = func(s ledger.Stored) error { return w.Write(s.Conv) }
+		closer = renameOnClose{w, tmp, path}
+		abort = func() { w.Close(); os.Remove(tmp) }
+	}
+	var after int64
+	for {
+		page, err := l.ConversationPage(ctx, after, pageSize)
+		if err != nil {
+			abort()
+			return n, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, s := range page {
+			if err := write(s); err != nil {
+				abort()
+				return n, fmt.Errorf("writing conversation %s to %s: %w", s.Conv.ID, path, err)
+			}
+			n++
+		}
+		after = page[len(page)-1].Seq
+	}
+	if err := closer.Close(); err != nil {
+		return n, fmt.Errorf("finishing %s: %w", path, err)
+	}
+	return n, nil
+}
+
+// Quarantine writes every quarantined record to path.
+func Quarantine(ctx context.Context, l *ledger.Ledger, f Format, path string) (int64, error) {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "input", Type: arrow.BinaryTypes.String},
+		{Name: "file", Type: arrow.BinaryTypes.String},
+		{Name: "line", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "row", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "reason", Type: arrow.BinaryTypes.String},
+		{Name: "detail", Type: arrow.BinaryTypes.String},
+		{Name: "excerpt", Type: arrow.BinaryTypes.String},
+	}, nil)
+	rw, err := newRowWriter(f, path, sc)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = l.Quarantine(ctx, func(q ledger.Quarantined) error {
+		n++
+		return rw.Write([]any{q.Input, q.Source.File, q.Source.Line, q.Source.Row, string(q.Reason), q.Detail, q.Excerpt})
+	})
+	if err != nil {
+		rw.Abort()
+		return n, err
+	}
+	return n, rw.Close()
+}
+
+// rowWriter writes flat rows as Parquet (via TableWriter) or as JSONL objects
+// keyed by the schema's field names, to a temporary file renamed on Close.
+type rowWriter struct {
+	sc    *arrow.Schema
+	tw    *parquetio.TableWriter
+	jw    io.Writer
+	close []io.Closer
+	tmp   string
+	path  string
+	buf   []byte
+}
+
+func newRowWriter(f Format, path string, sc *arrow.Schema) (*rowWriter, error) {
+	rw := &rowWriter{sc: sc, path: path}
+	if f == Parquet {
+		tw, err := parquetio.CreateTable(path, sc, parquetio.WriterOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("creating %s: %w", path, err)
+		}
+		rw.tw = tw
+		return rw, nil
+	}
+	rw.tmp = tempPath(path)
+	file, err := os.Create(rw.tmp)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	rw.jw, rw.close = file, []io.Closer{file}
+	switch lower := strings.ToLower(path); {
+	case strings.HasSuffix(lower, ".zst"):
+		z, err := zstd.NewWriter(file)
+		if err != nil {
+			file.Close()
+			return nil, err
+		}
+		rw.jw, rw.close = z, []io.Closer{z, file}
+	case strings.HasSuffix(lower, ".gz"):
+		z := gzip.NewWriter(file)
+		rw.jw, rw.close = z, []io.Closer{z, file}
+	}
+	return rw, nil
+}
+
+// Write writes one row; values follow the schema's fields in order.
+func (rw *rowWriter) Write(row []any) error {
+	if rw.tw != nil {
+		return rw.tw.Append(row)
+	}
+	obj := make(map[string]any, len(row))
+	keys := make([]string, len(row))
+	for i, f := range rw.sc.Fields() {
+		obj[f.Name] = row[i]
+		keys[i] = f.Name
+	}
+	// Keys in schema order, not map order, so lines read naturally.
+	b := rw.buf[:0]
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kb, _ := json.Marshal(k)
+		b = append(b, kb...)
+		b = append(b, ':')
+		vb, err := marshalNoEscape(obj[k])
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", k, err)
+		}
+		b = append(b, vb...)
+	}
+	b = append(b, '}', '\n')
+	rw.buf = b
+	_, err := rw.jw.Write(b)
+	return err
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSuffix(sb.String(), "\n")), nil
+}
+
+// Close finishes the file and moves it into place.
+func (rw *rowWriter) Close() error {
+	if rw.tw != nil {
+		return rw.tw.Close()
+	}
+	for _, c := range rw.close {
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("finishing %s: %w", rw.path, err)
+		}
+	}
+	return os.Rename(rw.tmp, rw.path)
+}
+
+// Abort removes the partial file.
+func (rw *rowWriter) Abort() {
+	if rw.tw != nil {
+		rw.tw.Abort()
+		return
+	}
+	for _, c := range rw.close {
+		c.Close()
+	}
+	os.Remove(rw.tmp)
+}
+
+type renameOnClose struct {
+	c         io.Closer
+	tmp, dest string
+}
+
+func (r renameOnClose) Close() error {
+	if err := r.c.Close(); err != nil {
+		return err
+	}
+	return os.Rename(r.tmp, r.dest)
+}
+
+// tempPath is a sibling of path, so the final rename stays on one
+// filesystem and readers never see a half-written export.
+func tempPath(path string) string {
+	return filepath.Join(filepath.Dir(path), ".partial-"+filepath.Base(path)) // keeps the .zst/.gz suffix
+}

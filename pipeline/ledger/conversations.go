@@ -1,0 +1,280 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ac3/ac3/io/record"
+	"github.com/ac3/ac3/pipeline/conv"
+)
+
+// Input is one input file and how far ingest got through it.
+type Input struct {
+	ID          int64
+	Path        string
+	Format      string
+	Size        int64
+	MTimeNs     int64
+	RecordsDone int64
+	Finished    bool
+}
+
+// Input looks up an input by path, reporting false when it was never seen.
+func (l *Ledger) Input(ctx context.Context, path string) (Input, bool, error) {
+	in := Input{Path: path}
+	err := l.r.QueryRowContext(ctx, `SELECT id, format, size, mtime_ns, records_done, finished FROM inputs WHERE path = ?`, path).
+		Scan(&in.ID, &in.Format, &in.Size, &in.MTimeNs, &in.RecordsDone, &in.Finished)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Input{}, false, nil
+	}
+	if err != nil {
+		return Input{}, false, fmt.Errorf("looking up input %s: %w", path, err)
+	}
+	return in, true, nil
+}
+
+// Inputs lists every input in the order it was added.
+func (l *Ledger) Inputs(ctx context.Context) ([]Input, error) {
+	rows, err := l.r.QueryContext(ctx, `SELECT id, path, format, size, mtime_ns, records_done, finished FROM inputs ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing inputs: %w", err)
+	}
+	defer rows.Close()
+	var out []Input
+	for rows.Next() {
+		var in Input
+		if err := rows.Scan(&in.ID, &in.Path, &in.Format, &in.Size, &in.MTimeNs, &in.RecordsDone, &in.Finished); err != nil {
+			return nil, fmt.Errorf("listing inputs: %w", err)
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+// AddInput records a new input file and returns it with its ID.
+func (l *Ledger) AddInput(ctx context.Context, in Input) (Input, error) {
+	res, err := l.w.ExecContext(ctx, `INSERT INTO inputs (path, format, size, mtime_ns) VALUES (?, ?, ?, ?)`, in.Path, in.Format, in.Size, in.MTimeNs)
+	if err != nil {
+		return Input{}, fmt.Errorf("recording input %s: %w", in.Path, err)
+	}
+	in.ID, err = res.LastInsertId()
+	return in, err
+}
+
+// IngestBatch is what ingest commits at once for one input: the conversations
+// that passed the filters, the filter drops, the quarantined records, and the
+// input's new position. Committing it is atomic, so after a crash the input's
+// position and its effects always agree.
+type IngestBatch struct {
+	InputID     int64
+	RecordsDone int64 // the input's position after this batch
+	Finished    bool  // the input has no more records
+	Kept        []*conv.Conversation
+	Drops       map[string]int64
+	Bad         []record.Bad
+	Dedupe      bool // drop conversations whose content hash was seen before
+}
+
+// Drop reasons the ledger itself decides, next to the filters' own.
+const (
+	DropDuplicate   = "duplicate"    // same content as a conversation already kept
+	DropDuplicateID = "duplicate_id" // an id already kept, with other content
+)
+
+// IngestResult counts what a batch did.
+type IngestResult struct {
+	Kept       int64
+	Duplicates int64
+	DupIDs     int64
+}
+
+// CommitIngest stores one ingest batch in a single transaction.
+func (l *Ledger) CommitIngest(ctx context.Context, b IngestBatch) (IngestResult, error) {
+	var res IngestResult
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return res, err
+	}
+	defer enc.Close()
+	tx, err := l.w.BeginTx(ctx, nil)
+	if err != nil {
+		return res, fmt.Errorf("committing ingest batch: %w", err)
+	}
+	defer tx.Rollback()
+	hashStmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO content_hashes (hash) VALUES (?)`)
+	if err != nil {
+		return res, err
+	}
+	defer hashStmt.Close()
+	convStmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO conversations (id, content_hash, input_id, source_line, source_row, format, user_turns, language, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return res, err
+	}
+	defer convStmt.Close()
+	drops := map[string]int64{}
+	for k, v := range b.Drops {
+		drops[k] += v
+	}
+	for _, c := range b.Kept {
+		h := c.ContentHash()
+		if b.Dedupe {
+			r, err := hashStmt.ExecContext(ctx, h)
+			if err != nil {
+				return res, fmt.Errorf("checking duplicate of %s: %w", c.ID, err)
+			}
+			if n, _ := r.RowsAffected(); n == 0 {
+				drops[DropDuplicate]++
+				res.Duplicates++
+				continue
+			}
+		}
+		js, err := json.Marshal(c)
+		if err != nil {
+			return res, fmt.Errorf("encoding conversation %s: %w", c.ID, err)
+		}
+		r, err := convStmt.ExecContext(ctx, c.ID, h, b.InputID, c.Source.Line, c.Source.Row, c.Format, c.UserTurns(), c.Language, enc.EncodeAll(js, nil))
+		if err != nil {
+			return res, fmt.Errorf("storing conversation %s: %w", c.ID, err)
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			drops[DropDuplicateID]++
+			res.DupIDs++
+			continue
+		}
+		res.Kept++
+	}
+	for reason, n := range drops {
+		if n == 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO drops (input_id, reason, count) VALUES (?, ?, ?) ON CONFLICT (input_id, reason) DO UPDATE SET count = count + excluded.count`, b.InputID, reason, n); err != nil {
+			return res, fmt.Errorf("counting drops: %w", err)
+		}
+	}
+	for _, bad := range b.Bad {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO quarantine (input_id, file, line, row, reason, detail, excerpt) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			b.InputID, bad.Source.File, bad.Source.Line, bad.Source.Row, string(bad.Reason), bad.Detail, bad.Excerpt); err != nil {
+			return res, fmt.Errorf("quarantining %s: %w", bad.Source, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE inputs SET records_done = ?, finished = ? WHERE id = ?`, b.RecordsDone, b.Finished, b.InputID); err != nil {
+		return res, fmt.Errorf("advancing input: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return res, fmt.Errorf("committing ingest batch: %w", err)
+	}
+	return res, nil
+}
+
+// Stored is a kept conversation with its ingest position.
+type Stored struct {
+	Seq  int64
+	Conv *conv.Conversation
+}
+
+// ConversationPage returns up to limit kept conversations with seq > after, in
+// seq order. Callers page through a run with the last seq they saw, so no read
+// transaction stays open while they work.
+func (l *Ledger) ConversationPage(ctx context.Context, after int64, limit int) ([]Stored, error) {
+	rows, err := l.r.QueryContext(ctx, `SELECT seq, data FROM conversations WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading conversations after %d: %w", after, err)
+	}
+	defer rows.Close()
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	var out []Stored
+	for rows.Next() {
+		var s Stored
+		var data []byte
+		if err := rows.Scan(&s.Seq, &data); err != nil {
+			return nil, fmt.Errorf("reading conversations: %w", err)
+		}
+		if s.Conv, err = decodeConv(dec, data); err != nil {
+			return nil, fmt.Errorf("decoding conversation seq %d: %w", s.Seq, err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Conversation returns one kept conversation by id, reporting false when the
+// run has no such conversation.
+func (l *Ledger) Conversation(ctx context.Context, id string) (Stored, bool, error) {
+	var s Stored
+	var data []byte
+	err := l.r.QueryRowContext(ctx, `SELECT seq, data FROM conversations WHERE id = ?`, id).Scan(&s.Seq, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, false, nil
+	}
+	if err != nil {
+		return s, false, fmt.Errorf("reading conversation %s: %w", id, err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return s, false, err
+	}
+	defer dec.Close()
+	if s.Conv, err = decodeConv(dec, data); err != nil {
+		return s, false, fmt.Errorf("decoding conversation %s: %w", id, err)
+	}
+	return s, true, nil
+}
+
+func decodeConv(dec *zstd.Decoder, data []byte) (*conv.Conversation, error) {
+	js, err := dec.DecodeAll(data, nil)
+	if err != nil {
+		return nil, err
+	}
+	var c conv.Conversation
+	if err := json.Unmarshal(js, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// CountConversations reports how many conversations the run kept.
+func (l *Ledger) CountConversations(ctx context.Context) (int64, error) {
+	var n int64
+	if err := l.r.QueryRowContext(ctx, `SELECT count(*) FROM conversations`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting conversations: %w", err)
+	}
+	return n, nil
+}
+
+// Quarantined is one quarantined record as stored.
+type Quarantined struct {
+	ID    int64
+	Input string
+	record.Bad
+}
+
+// Quarantine calls fn for every quarantined record in the order they were
+// found. It stops at the first error fn returns.
+func (l *Ledger) Quarantine(ctx context.Context, fn func(Quarantined) error) error {
+	rows, err := l.r.QueryContext(ctx, `SELECT q.id, i.path, q.file, q.line, q.row, q.reason, q.detail, q.excerpt FROM quarantine q JOIN inputs i ON i.id = q.input_id ORDER BY q.id`)
+	if err != nil {
+		return fmt.Errorf("reading quarantine: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q Quarantined
+		var reason string
+		if err := rows.Scan(&q.ID, &q.Input, &q.Source.File, &q.Source.Line, &q.Source.Row, &reason, &q.Detail, &q.Excerpt); err != nil {
+			return fmt.Errorf("reading quarantine: %w", err)
+		}
+		q.Reason = record.Reason(reason)
+		if err := fn(q); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

@@ -1,0 +1,166 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	_ "github.com/mattn/go-sqlite3" // registers the sqlite3 driver
+
+	"github.com/ac3/ac3/migrations"
+)
+
+// ErrNotRun is returned by Open with ReadOnly when the file is not a ledger.
+var ErrNotRun = errors.New("not an ac3 run file")
+
+// Ledger is an open run file. Its methods are safe for concurrent use; writes
+// are serialised on one connection.
+type Ledger struct {
+	path string
+	w    *sql.DB // the single writer
+	r    *sql.DB // readers
+}
+
+// Options tune how a ledger is opened.
+type Options struct {
+	// ReadOnly opens an existing run without creating or migrating it.
+	ReadOnly bool
+}
+
+// Open opens the run file at path, creating it and applying any pending
+// migrations unless opts.ReadOnly is set.
+func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
+	// Per-connection settings go in the DSN: a PRAGMA sent through Exec would
+	// reach only one connection of the pool.
+	q := url.Values{}
+	q.Set("_busy_timeout", "30000")
+	q.Set("_foreign_keys", "on")
+	// NORMAL in WAL mode survives a killed process (the WAL is on disk); only
+	// a power cut can lose the last commits, which resume then redoes.
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_txlock", "immediate")
+	q.Set("_journal_mode", "WAL")
+	q.Set("cache", "private")
+	mode := "rwc"
+	if opts.ReadOnly {
+		mode = "rw" // still rw: WAL readers must be able to use the shm file
+	}
+	wdsn := "file:" + escapePath(path) + "?" + q.Encode() + "&mode=" + mode
+	w, err := sql.Open("sqlite3", wdsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening run %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	var jm string
+	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&jm); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("opening run %s: %w", path, err)
+	}
+	if !strings.EqualFold(jm, "wal") {
+		w.Close()
+		return nil, fmt.Errorf("opening run %s: journal mode is %q, want wal (is the file on a network filesystem?)", path, jm)
+	}
+	rq := url.Values{}
+	rq.Set("_busy_timeout", "30000")
+	rq.Set("_foreign_keys", "on")
+	rq.Set("_query_only", "true")
+	r, err := sql.Open("sqlite3", "file:"+escapePath(path)+"?"+rq.Encode()+"&mode=rw")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("opening run %s for reading: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	l := &Ledger{path: path, w: w, r: r}
+	if opts.ReadOnly {
+		var n int
+		if err := r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'").Scan(&n); err != nil || n == 0 {
+			l.Close()
+			if err != nil {
+				return nil, fmt.Errorf("opening run %s: %w", path, err)
+			}
+			return nil, fmt.Errorf("opening run %s: %w", path, ErrNotRun)
+		}
+		return l, nil
+	}
+	if err := l.migrate(ctx); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("migrating run %s: %w", path, err)
+	}
+	return l, nil
+}
+
+func escapePath(p string) string {
+	// '?' and '#' would end the file part of a URI.
+	return strings.NewReplacer("?", "%3f", "#", "%23").Replace(p)
+}
+
+// Path is the run file's path.
+func (l *Ledger) Path() string { return l.path }
+
+// Close closes both connection pools.
+func (l *Ledger) Close() error {
+	return errors.Join(l.r.Close(), l.w.Close())
+}
+
+func (l *Ledger) migrate(ctx context.Context) error {
+	if _, err := l.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)`); err != nil {
+		return err
+	}
+	all, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	for _, m := range all {
+		if err := l.apply(ctx, m); err != nil {
+			return fmt.Errorf("applying %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+func (l *Ledger) apply(ctx context.Context, m migrations.Migration) error {
+	tx, err := l.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, m.Name).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied) VALUES (?, datetime('now'))`, m.Name); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Meta returns a run setting, reporting false when it was never set.
+func (l *Ledger) Meta(ctx context.Context, key string) (string, bool, error) {
+	var v string
+	err := l.r.QueryRowContext(ctx, `SELECT value FROM run_meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading run setting %s: %w", key, err)
+	}
+	return v, true, nil
+}
+
+// SetMeta stores a run setting.
+func (l *Ledger) SetMeta(ctx context.Context, key, value string) error {
+	_, err := l.w.ExecContext(ctx, `INSERT INTO run_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("storing run setting %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package ledger_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ac3/ac3/io/record"
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/ledger"
+)
+
+func mustOpen(tb testing.TB) (*ledger.Ledger, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "run.db")
+	l, err := ledger.Open(context.Background(), path, ledger.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	return l, path
+}
+
+func testConv(id, text string) *conv.Conversation {
+	return &conv.Conversation{ID: id, Format: "openai", Messages: []conv.Message{
+		{Role: conv.User, Content: text}, {Role: conv.Assistant, Content: "ok"},
+	}}
+}
+
+func TestReopenAppliesMigrationsOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, path := mustOpen(t)
+	if err := l.SetMeta(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l2, err := ledger.Open(ctx, path, ledger.Options{})
+	if err != nil {
+		t.Fatalf("reopening: %v", err)
+	}
+	defer l2.Close()
+	v, ok, err := l2.Meta(ctx, "k")
+	if err != nil || !ok || v != "v" {
+		t.Fatalf("meta after reopen = %q %v %v", v, ok, err)
+	}
+	if _, err := ledger.Open(ctx, filepath.Join(t.TempDir(), "none.db"), ledger.Options{ReadOnly: true}); err == nil {
+		t.Fatal("read-only open of a missing run succeeded")
+	}
+}
+
+func TestCommitIngestDedupesAndCounts(t *testing.T) {
+	ctx := context.Background()
+	l, _ := mustOpen(t)
+	in, err := l.AddInput(ctx, ledger.Input{Path: "/x.jsonl", Format: "openai", Size: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.CommitIngest(ctx, ledger.IngestBatch{
+		InputID: in.ID, RecordsDone: 5, Dedupe: true,
+		Kept:  []*conv.Conversation{testConv("a", "hi"), testConv("b", "hi"), testConv("a", "other"), testConv("c", "yo")},
+		Drops: map[string]int64{"language": 1},
+		Bad:   []record.Bad{{Source: conv.Source{File: "/x.jsonl", Line: 3}, Reason: record.MalformedJSON, Excerpt: "{"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kept != 2 || res.Duplicates != 1 || res.DupIDs != 1 {
+		t.Fatalf("result = %+v, want 2 kept, 1 duplicate, 1 duplicate id", res)
+	}
+	st, err := l.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"language": 1, ledger.DropDuplicate: 1, ledger.DropDuplicateID: 1}
+	for k, v := range want {
+		if st.Dropped[k] != v {
+			t.Errorf("dropped[%s] = %d, want %d", k, st.Dropped[k], v)
+		}
+	}
+	if st.Conversations != 2 || st.QuarantTotal != 1 || st.Quarantined[string(record.MalformedJSON)] != 1 {
+		t.Errorf("status = %+v", st)
+	}
+	got, ok, err := l.Input(ctx, "/x.jsonl")
+	if err != nil || !ok || got.RecordsDone != 5 {
+		t.Fatalf("input = %+v %v %v", got, ok, err)
+	}
+	page, err := l.ConversationPage(ctx, 0, 10)
+	if err != nil || len(page) != 2 || page[0].Conv.ID != "a" || page[1].Conv.ID != "c" {
+		t.Fatalf("page = %+v, %v", page, err)
+	}
+	if page[0].Conv.Messages[0].Content != "hi" {
+		t.Fatalf("conversation did not round-trip: %+v", page[0].Conv)
+	}
+}
+
+func TestTasksRequeue(t *testing.T) {
+	ctx := context.Background()
+	l, _ := mustOpen(t)
+	in, _ := l.AddInput(ctx, ledger.Input{Path: "/x", Format: "openai"})
+	if _, err := l.CommitIngest(ctx, ledger.IngestBatch{InputID: in.ID, Kept: []*conv.Conversation{testConv("a", "1"), testConv("b", "2")}}); err != nil {
+		t.Fatal(err)
+	}
+	v := ledger.Variant{Name: "fc", Version: "v1"}
+	if err := l.SetPlan(ctx, "curate", []ledger.Variant{v}); err != nil {
+		t.Fatal(err)
+	}
+	err := l.CommitTasks(ctx, []ledger.TaskResult{
+		{TaskID: ledger.TaskID{Stage: "curate", Variant: "fc", Version: "v1", ConvSeq: 1}, ConvID: "a", Status: ledger.Done, Units: []ledger.UnitResult{{Turn: 1, Status: ledger.Done, Output: []byte("x")}}},
+		{TaskID: ledger.TaskID{Stage: "curate", Variant: "fc", Version: "v1", ConvSeq: 2}, ConvID: "b", Status: ledger.Failed, Units: []ledger.UnitResult{{Turn: 1, Status: ledger.Failed, Error: "boom", Raw: "raw answer"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := l.Status(ctx)
+	if len(st.Stages) != 1 || st.Stages[0].Done != 1 || st.Stages[0].Failed != 1 || st.Stages[0].Pending != 0 || st.Stages[0].UnitsFailed != 1 {
+		t.Fatalf("stages = %+v", st.Stages)
+	}
+	units, err := l.ConversationUnits(ctx, "curate", "b", 1)
+	if err != nil || len(units) != 1 || units[0].Raw != "raw answer" || units[0].Key != ledger.UnitKey("curate", "b", 1, "fc", "v1") {
+		t.Fatalf("units = %+v %v", units, err)
+	}
+	n, err := l.Requeue(ctx, "curate")
+	if err != nil || n != 1 {
+		t.Fatalf("requeue = %d %v", n, err)
+	}
+	st, _ = l.Status(ctx)
+	if st.Stages[0].Failed != 0 || st.Stages[0].Pending != 1 {
+		t.Fatalf("after requeue = %+v", st.Stages)
+	}
+	// Another version of the same variant counts nothing done.
+	d, f, _ := l.TaskCounts(ctx, "curate", ledger.Variant{Name: "fc", Version: "v2"})
+	if d != 0 || f != 0 {
+		t.Fatalf("v2 counts = %d %d", d, f)
+	}
+}
+
+func TestUnitKeyIsDeterministicAndDistinct(t *testing.T) {
+	a := ledger.UnitKey("s", "c", 1, "v", "x")
+	if a != ledger.UnitKey("s", "c", 1, "v", "x") {
+		t.Fatal("same inputs gave different keys")
+	}
+	for _, b := range []string{
+		ledger.UnitKey("s", "c", 2, "v", "x"),
+		ledger.UnitKey("s", "c1", 1, "v", "x"),
+		ledger.UnitKey("sc", "", 1, "v", "x"),
+		ledger.UnitKey("s", "c", 1, "v", "y"),
+	} {
+		if a == b {
+			t.Fatal("different inputs gave the same key")
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Status is where a run stands. Its JSON form is what `ac3 status --json`
+// prints; fields are only ever added, never renamed or removed.
+type Status struct {
+	Path          string           `json:"path"`
+	Inputs        []InputStatus    `json:"inputs"`
+	Conversations int64            `json:"conversations"`
+	Dropped       map[string]int64 `json:"dropped"`
+	DroppedTotal  int64            `json:"dropped_total"`
+	Quarantined   map[string]int64 `json:"quarantined"`
+	QuarantTotal  int64            `json:"quarantined_total"`
+	Stages        []StageStatus    `json:"stages"`
+	LLM           []LLMUsage       `json:"llm"`
+	SpendUSD      float64          `json:"spend_usd"`
+}
+
+// InputStatus is one input file's progress.
+type InputStatus struct {
+	Path     string `json:"path"`
+	Format   string `json:"format"`
+	Records  int64  `json:"records"`
+	Finished bool   `json:"finished"`
+}
+
+// StageStatus counts the tasks and units of one stage variant at its current
+// version. Pending is the number of conversations with no recorded task.
+type StageStatus struct {
+	Stage       string `json:"stage"`
+	Variant     string `json:"variant"`
+	Version     string `json:"version"`
+	Done        int64  `json:"done"`
+	Failed      int64  `json:"failed"`
+	Pending     int64  `json:"pending"`
+	UnitsDone   int64  `json:"units_done"`
+	UnitsFailed int64  `json:"units_failed"`
+}
+
+// LLMUsage sums model calls per role, model and stage.
+type LLMUsage struct {
+	Role             string  `json:"role"`
+	Model            string  `json:"model"`
+	Stage            string  `json:"stage"`
+	Calls            int64   `json:"calls"`
+	CacheHits        int64   `json:"cache_hits"`
+	Failed           int64   `json:"failed"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	CachedTokens     int64   `json:"cached_tokens"`
+	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+const planKey = "plan."
+
+// SetPlan records the variants a stage was last asked to run, so status can
+// count what is pending even for variants that have no task yet.
+func (l *Ledger) SetPlan(ctx context.Context, stage string, variants []Variant) error {
+	b, err := json.Marshal(variants)
+	if err != nil {
+		return err
+	}
+	return l.SetMeta(ctx, planKey+stage, string(b))
+}
+
+// Plans returns every stage's last recorded plan, by stage name.
+func (l *Ledger) Plans(ctx context.Context) (map[string][]Variant, error) {
+	rows, err := l.r.QueryContext(ctx, `SELECT key, value FROM run_meta WHERE key LIKE 'plan.%' ORDER BY key`)
+	if err != nil {
+		return nil, fmt.Errorf("reading plans: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]Variant{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		var vs []Variant
+		if err := json.Unmarshal([]byte(v), &vs); err != nil {
+			return nil, fmt.Errorf("reading plan %s: %w", k, err)
+		}
+		out[k[len(planKey):]] = vs
+	}
+	return out, rows.Err()
+}
+
+// Status reads where the run stands.
+func (l *Ledger) Status(ctx context.Context) (Status, error) {
+	st := Status{Path: l.path, Dropped: map[string]int64{}, Quarantined: map[string]int64{}, Inputs: []InputStatus{}, Stages: []StageStatus{}, LLM: []LLMUsage{}}
+	ins, err := l.Inputs(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, in := range ins {
+		st.Inputs = append(st.Inputs, InputStatus{Path: in.Path, Format: in.Format, Records: in.RecordsDone, Finished: in.Finished})
+	}
+	if st.Conversations, err = l.CountConversations(ctx); err != nil {
+		return st, err
+	}
+	if err := l.sumBy(ctx, `SELECT reason, sum(count) FROM drops GROUP BY reason`, st.Dropped, &st.DroppedTotal); err != nil {
+		return st, fmt.Errorf("counting drops: %w", err)
+	}
+	if err := l.sumBy(ctx, `SELECT reason, count(*) FROM quarantine GROUP BY reason`, st.Quarantined, &st.QuarantTotal); err != nil {
+		return st, fmt.Errorf("counting quarantine: %w", err)
+	}
+	plans, err := l.Plans(ctx)
+	if err != nil {
+		return st, err
+	}
+	stages := make([]string, 0, len(plans))
+	for s := range plans {
+		stages = append(stages, s)
+	}
+	sort.Strings(stages)
+	for _, s := range stages {
+		for _, v := range plans[s] {
+			ss := StageStatus{Stage: s, Variant: v.Name, Version: v.Version}
+			if ss.Done, ss.Failed, err = l.TaskCounts(ctx, s, v); err != nil {
+				return st, err
+			}
+			ss.Pending = st.Conversations - ss.Done - ss.Failed
+			if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM units WHERE stage = ? AND variant = ? AND version = ?`, s, v.Name, v.Version).Scan(&ss.UnitsDone, &ss.UnitsFailed); err != nil {
+				return st, fmt.Errorf("counting %s/%s units: %w", s, v.Name, err)
+			}
+			st.Stages = append(st.Stages, ss)
+		}
+	}
+	rows, err := l.r.QueryContext(ctx, `SELECT role, model, stage, count(*), sum(from_cache), sum(status != 'ok'), sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens), sum(cost_usd) FROM llm_calls GROUP BY role, model, stage ORDER BY role, model, stage`)
+	if err != nil {
+		return st, fmt.Errorf("summing model calls: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u LLMUsage
+		if err := rows.Scan(&u.Role, &u.Model, &u.Stage, &u.Calls, &u.CacheHits, &u.Failed, &u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.ReasoningTokens, &u.CostUSD); err != nil {
+			return st, err
+		}
+		st.SpendUSD += u.CostUSD
+		st.LLM = append(st.LLM, u)
+	}
+	return st, rows.Err()
+}
+
+func (l *Ledger) sumBy(ctx context.Context, q string, into map[string]int64, total *int64) error {
+	rows, err := l.r.QueryContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return err
+		}
+		into[k] = n
+		*total += n
+	}
+	return rows.Err()
+}

@@ -1,0 +1,247 @@
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Unit and task statuses as stored.
+const (
+	Done   = "done"
+	Failed = "failed"
+)
+
+// UnitKey is the deterministic key of a unit of work: the same stage,
+// conversation, turn, variant and version give the same key in every run.
+func UnitKey(stage, convID string, turn int, variant, version string) string {
+	h := sha256.New()
+	for _, s := range []string{stage, convID, strconv.Itoa(turn), variant, version} {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// TaskID names one stage variant over one conversation.
+type TaskID struct {
+	Stage   string
+	Variant string
+	Version string
+	ConvSeq int64
+}
+
+// UnitResult is the outcome of one unit (one turn) of a task.
+type UnitResult struct {
+	Turn     int
+	Status   string // Done or Failed
+	Attempts int
+	Error    string
+	Raw      string // a model's raw answer, kept when parsing it failed
+	Output   []byte
+	Tokens   int64
+}
+
+// TaskResult is the outcome of a task with every unit it produced.
+type TaskResult struct {
+	TaskID
+	ConvID   string
+	Status   string // Done when every unit is done, else Failed
+	Attempts int
+	Error    string
+	Units    []UnitResult
+}
+
+// CommitTasks stores finished tasks and their units in one transaction. A
+// task stored again replaces its earlier row and units, which is how a failed
+// task that is retried ends up done.
+func (l *Ledger) CommitTasks(ctx context.Context, results []TaskResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	tx, err := l.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("committing %d tasks: %w", len(results), err)
+	}
+	defer tx.Rollback()
+	taskStmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO tasks (stage, variant, version, conv_seq, status, attempts, error, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer taskStmt.Close()
+	unitStmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO units (key, stage, conversation_id, conv_seq, turn, variant, version, status, attempts, error, raw, output, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer unitStmt.Close()
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, t := range results {
+		if _, err := taskStmt.ExecContext(ctx, t.Stage, t.Variant, t.Version, t.ConvSeq, t.Status, t.Attempts, t.Error, now); err != nil {
+			return fmt.Errorf("storing task %s/%s of %s: %w", t.Stage, t.Variant, t.ConvID, err)
+		}
+		for _, u := range t.Units {
+			key := UnitKey(t.Stage, t.ConvID, u.Turn, t.Variant, t.Version)
+			if _, err := unitStmt.ExecContext(ctx, key, t.Stage, t.ConvID, t.ConvSeq, u.Turn, t.Variant, t.Version, u.Status, u.Attempts, u.Error, u.Raw, u.Output, u.Tokens); err != nil {
+				return fmt.Errorf("storing unit %s/%s of %s turn %d: %w", t.Stage, t.Variant, t.ConvID, u.Turn, err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing %d tasks: %w", len(results), err)
+	}
+	return nil
+}
+
+// Variant is one configured variant of a stage and its current version.
+type Variant struct {
+	Name    string
+	Version string
+}
+
+// TaskStates returns the stored status of every task of stage among variants
+// for conversations with after < seq <= upto. Tasks of other versions are
+// ignored: a changed setting makes its tasks pending again.
+func (l *Ledger) TaskStates(ctx context.Context, stage string, variants []Variant, after, upto int64) (map[TaskID]string, error) {
+	out := map[TaskID]string{}
+	if len(variants) == 0 {
+		return out, nil
+	}
+	q, args := variantFilter(variants)
+	args = append([]any{stage, after, upto}, args...)
+	rows, err := l.r.QueryContext(ctx, `SELECT variant, version, conv_seq, status FROM tasks WHERE stage = ? AND conv_seq > ? AND conv_seq <= ? AND `+q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s task states: %w", stage, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		id := TaskID{Stage: stage}
+		var st string
+		if err := rows.Scan(&id.Variant, &id.Version, &id.ConvSeq, &st); err != nil {
+			return nil, err
+		}
+		out[id] = st
+	}
+	return out, rows.Err()
+}
+
+func variantFilter(variants []Variant) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(variants))
+	b.WriteString("(")
+	for i, v := range variants {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString("(variant = ? AND version = ?)")
+		args = append(args, v.Name, v.Version)
+	}
+	b.WriteString(")")
+	return b.String(), args
+}
+
+// TaskCounts reports done and failed tasks of one stage variant version.
+func (l *Ledger) TaskCounts(ctx context.Context, stage string, v Variant) (done, failed int64, err error) {
+	err = l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM tasks WHERE stage = ? AND variant = ? AND version = ?`, stage, v.Name, v.Version).Scan(&done, &failed)
+	if err != nil {
+		err = fmt.Errorf("counting %s/%s tasks: %w", stage, v.Name, err)
+	}
+	return done, failed, err
+}
+
+// Unit is a stored unit.
+type Unit struct {
+	Key     string
+	ConvID  string
+	ConvSeq int64
+	Turn    int
+	Variant string
+	Version string
+	Status  string
+	Error   string
+	Raw     string
+	Output  []byte
+	Tokens  int64
+}
+
+// Units calls fn for every unit of stage among variants whose conversation has
+// after < seq <= upto, ordered by conversation, turn and variant name, so an
+// export is the same bytes whatever order the work was done in.
+func (l *Ledger) Units(ctx context.Context, stage string, variants []Variant, after, upto int64, fn func(Unit) error) error {
+	if len(variants) == 0 {
+		return nil
+	}
+	q, args := variantFilter(variants)
+	args = append([]any{stage, after, upto}, args...)
+	rows, err := l.r.QueryContext(ctx, `SELECT key, conversation_id, conv_seq, turn, variant, version, status, error, raw, output, tokens FROM units WHERE stage = ? AND conv_seq > ? AND conv_seq <= ? AND `+q+` ORDER BY conv_seq, turn, variant`, args...)
+	if err != nil {
+		return fmt.Errorf("reading %s units: %w", stage, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u Unit
+		if err := rows.Scan(&u.Key, &u.ConvID, &u.ConvSeq, &u.Turn, &u.Variant, &u.Version, &u.Status, &u.Error, &u.Raw, &u.Output, &u.Tokens); err != nil {
+			return fmt.Errorf("reading %s units: %w", stage, err)
+		}
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// ConversationUnits returns the units of stage for one conversation and turn
+// (turn 0 means every turn), across all versions, newest version first is not
+// implied: callers filter by the variants they want.
+func (l *Ledger) ConversationUnits(ctx context.Context, stage, convID string, turn int) ([]Unit, error) {
+	q := `SELECT key, conversation_id, conv_seq, turn, variant, version, status, error, raw, output, tokens FROM units WHERE stage = ? AND conversation_id = ?`
+	args := []any{stage, convID}
+	if turn > 0 {
+		q += ` AND turn = ?`
+		args = append(args, turn)
+	}
+	rows, err := l.r.QueryContext(ctx, q+` ORDER BY turn, variant`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading units of %s: %w", convID, err)
+	}
+	defer rows.Close()
+	var out []Unit
+	for rows.Next() {
+		var u Unit
+		if err := rows.Scan(&u.Key, &u.ConvID, &u.ConvSeq, &u.Turn, &u.Variant, &u.Version, &u.Status, &u.Error, &u.Raw, &u.Output, &u.Tokens); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// Requeue forgets failed tasks (and their units) so the next run does them
+// again. An empty stage means every stage. It reports how many tasks it freed.
+func (l *Ledger) Requeue(ctx context.Context, stage string) (int64, error) {
+	tx, err := l.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("re-queueing failed work: %w", err)
+	}
+	defer tx.Rollback()
+	cond, args := `status = 'failed'`, []any{}
+	if stage != "" {
+		cond += ` AND stage = ?`
+		args = append(args, stage)
+	}
+	// Units of a failed task may be done; only the failed ones are dropped,
+	// and the task row goes so the whole task is planned again.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM units WHERE `+cond, args...); err != nil {
+		return 0, fmt.Errorf("re-queueing failed units: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE `+cond, args...)
+	if err != nil {
+		return 0, fmt.Errorf("re-queueing failed tasks: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, tx.Commit()
+}

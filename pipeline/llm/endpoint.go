@@ -1,0 +1,202 @@
+package llm
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Secret holds an API key. It prints, formats and marshals as "[redacted]" so
+// a key cannot reach a log line, an error, a record or a report by accident;
+// the client reads the value with string(s) only when it builds a request.
+type Secret string
+
+const redacted = "[redacted]"
+
+// String returns "[redacted]" (or "" when no key is set).
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// GoString returns the same as String so %#v does not reveal the key.
+func (s Secret) GoString() string { return `"` + s.String() + `"` }
+
+// MarshalText returns the redacted form; a Secret never serialises.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// JSONMode says what an endpoint supports for JSON answers.
+type JSONMode string
+
+// The JSON modes. With JSONOff the client never sends response_format and
+// relies on the prompt and the parser; with JSONObject it asks for any JSON
+// object; with JSONSchema it sends the request's schema (strict structured
+// output) and falls back to a JSON object when the request has none.
+const (
+	JSONOff    JSONMode = ""
+	JSONObject JSONMode = "json_object"
+	JSONSchema JSONMode = "json_schema"
+)
+
+// Params are the sampling parameters of a request. A nil pointer or empty
+// value means "not set": the server's default applies unless a lower layer
+// (endpoint defaults, then role overrides, then the request) sets it.
+type Params struct {
+	Temperature     *float64       `json:"temperature,omitempty"`
+	TopP            *float64       `json:"top_p,omitempty"`
+	MaxTokens       *int           `json:"max_tokens,omitempty"`
+	Seed            *int64         `json:"seed,omitempty"`
+	Stop            []string       `json:"stop,omitempty"`
+	ReasoningEffort string         `json:"reasoning_effort,omitempty"`
+	Extra           map[string]any `json:"extra,omitempty"` // extra top-level JSON fields, sent as is
+}
+
+// Merge returns p with every field that over sets replaced by over's value.
+// Extra maps are merged key by key, over winning.
+func (p Params) Merge(over Params) Params {
+	out := p
+	if over.Temperature != nil {
+		out.Temperature = over.Temperature
+	}
+	if over.TopP != nil {
+		out.TopP = over.TopP
+	}
+	if over.MaxTokens != nil {
+		out.MaxTokens = over.MaxTokens
+	}
+	if over.Seed != nil {
+		out.Seed = over.Seed
+	}
+	if over.Stop != nil {
+		out.Stop = slices.Clone(over.Stop)
+	}
+	if over.ReasoningEffort != "" {
+		out.ReasoningEffort = over.ReasoningEffort
+	}
+	if len(p.Extra)+len(over.Extra) > 0 {
+		out.Extra = make(map[string]any, len(p.Extra)+len(over.Extra))
+		maps.Copy(out.Extra, p.Extra)
+		maps.Copy(out.Extra, over.Extra)
+	}
+	return out
+}
+
+// Limits bound the traffic to one endpoint. They are shared by every role and
+// stage that uses the endpoint. Zero means unlimited, except Concurrency,
+// which defaults to 8.
+type Limits struct {
+	Concurrency int // maximum requests in flight
+	RPM         int // requests per minute
+	TPM         int // tokens per minute (prompt + completion)
+}
+
+// Price is what an endpoint charges, in US dollars per million tokens.
+// CachedInput applies to prompt tokens the server reports as cached; when it
+// is zero, cached tokens are charged at Input.
+type Price struct {
+	Input       float64 `json:"input"`
+	CachedInput float64 `json:"cached_input"`
+	Output      float64 `json:"output"`
+}
+
+// Endpoint is one OpenAI-compatible chat-completions server and model.
+//
+// Only Name, BaseURL and Model are required. APIKey is the resolved secret;
+// APIKeyEnv is the name of the variable it came from and is used only in
+// messages ("check OPENAI_API_KEY"). Neither the key nor the base URL is part
+// of any cache key, record or error text.
+type Endpoint struct {
+	Name      string
+	BaseURL   string // e.g. https://api.openai.com/v1, http://localhost:8000/v1
+	APIKey    Secret
+	APIKeyEnv string
+	// APIKeyHeader sends the key in this header instead of
+	// "Authorization: Bearer" (Azure uses "api-key").
+	APIKeyHeader string
+	Headers      map[string]string // extra, non-secret request headers
+	Query        map[string]string // extra query parameters (Azure: api-version)
+	Model        string
+	Params       Params // defaults for every request to this endpoint
+	// MaxTokensField is the JSON name for Params.MaxTokens: "max_tokens"
+	// (default, understood by most servers) or "max_completion_tokens"
+	// (required by OpenAI reasoning models).
+	MaxTokensField string
+	Limits         Limits
+	Price          Price
+	Timeout        time.Duration // per attempt; default 2 minutes
+	MaxAttempts    int           // per call, including the first; default 6
+	JSONMode       JSONMode
+	// BreakerThreshold consecutive failed attempts open the circuit breaker
+	// (default 10); it stays open for BreakerCooldown (default 30s).
+	BreakerThreshold int
+	BreakerCooldown  time.Duration
+}
+
+// String describes the endpoint without its key or URL.
+func (e Endpoint) String() string { return "endpoint " + e.Name + " (" + e.Model + ")" }
+
+// GoString is String, so %#v cannot print the key.
+func (e Endpoint) GoString() string { return e.String() }
+
+func (e Endpoint) withDefaults() Endpoint {
+	if e.Limits.Concurrency <= 0 {
+		e.Limits.Concurrency = 8
+	}
+	if e.Timeout <= 0 {
+		e.Timeout = 2 * time.Minute
+	}
+	if e.MaxAttempts <= 0 {
+		e.MaxAttempts = 6
+	}
+	if e.BreakerThreshold <= 0 {
+		e.BreakerThreshold = 10
+	}
+	if e.BreakerCooldown <= 0 {
+		e.BreakerCooldown = 30 * time.Second
+	}
+	if e.MaxTokensField == "" {
+		e.MaxTokensField = "max_tokens"
+	}
+	if e.APIKeyEnv == "" {
+		e.APIKeyEnv = "the API key"
+	}
+	return e
+}
+
+// RoleBinding maps a role (annotator, analyzer, respondent, judge, …) to an
+// endpoint by name, with parameters that override the endpoint's defaults.
+type RoleBinding struct {
+	Endpoint string
+	Params   Params
+}
+
+// DefaultRole is the binding used for a role that has none of its own.
+const DefaultRole = "default"
+
+// DefaultFromEnv returns the endpoint described by OPENAI_BASE_URL and
+// OPENAI_API_KEY, read through getenv (pass os.Getenv), with model given by
+// OPENAI_MODEL when set. The base URL defaults to https://api.openai.com/v1
+// when only a key is set. It reports false when neither variable is set, so a
+// caller can say in one line that model-backed stages are skipped.
+func DefaultFromEnv(getenv func(string) string) (Endpoint, bool) {
+	base, key := getenv("OPENAI_BASE_URL"), getenv("OPENAI_API_KEY")
+	if base == "" && key == "" {
+		return Endpoint{}, false
+	}
+	if base == "" {
+		base = "https://api.openai.com/v1"
+	}
+	model := getenv("OPENAI_MODEL")
+	if model == "" {
+		model = "gpt-4o-mini"
+	}
+	return Endpoint{
+		Name:      "default",
+		BaseURL:   base,
+		APIKey:    Secret(key),
+		APIKeyEnv: "OPENAI_API_KEY",
+		Model:     model,
+	}, true
+}

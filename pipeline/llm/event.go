@@ -1,0 +1,32 @@
+package llm
+
+import "time"
+
+// EventKind says what happened in an Event.
+type EventKind string
+
+// The kinds of Event a Client reports.
+const (
+	EventRetry        EventKind = "retry"         // an attempt failed and will be retried after Wait
+	EventRateLimited  EventKind = "rate_limited"  // the server answered 429
+	EventPause        EventKind = "pause"         // the whole endpoint waits Wait (Retry-After, x-ratelimit-*)
+	EventConcurrency  EventKind = "concurrency"   // the adaptive concurrency limit changed to Concurrency
+	EventBreakerOpen  EventKind = "breaker_open"  // too many consecutive failures; the endpoint pauses Wait
+	EventBreakerClose EventKind = "breaker_close" // a call succeeded after the breaker had opened
+	EventFatal        EventKind = "fatal"         // the endpoint returned a fatal error; Err says which
+)
+
+// Event is a notice from the client for progress displays and logs. Events
+// never contain keys, URLs or message text.
+type Event struct {
+	Time        time.Time
+	Kind        EventKind
+	Endpoint    string
+	Role        string
+	Stage       string
+	Attempt     int           // attempt number that triggered the event, when relevant
+	Status      int           // HTTP status, when relevant (0 for transport errors)
+	Wait        time.Duration // how long the call or endpoint waits
+	Concurrency int           // new concurrency limit (EventConcurrency, EventBreakerOpen)
+	Err         string        // short error text
+}

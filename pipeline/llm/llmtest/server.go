@@ -1,0 +1,501 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Model is reported when a reply does not name one and the request has
+	// no model. Default "test-model".
+	Model string
+	// Key, when set, is the only API key accepted; other requests get 401.
+	Key string
+	// Limit and Window make the server enforce its own rate limit: at most
+	// Limit requests arriving in any Window (default one minute). Requests
+	// over it get 429 and are counted in Violations.
+	Limit  int
+	Window time.Duration
+	// Default answers requests no rule matched. Default: content "ok".
+	Default Reply
+}
+
+// Message is a chat message as the server received it.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// ChatRequest is the decoded body of a chat-completions request.
+type ChatRequest struct {
+	Model          string          `json:"model"`
+	Messages       []Message       `json:"messages"`
+	Temperature    *float64        `json:"temperature"`
+	TopP           *float64        `json:"top_p"`
+	MaxTokens      *int            `json:"max_tokens"`
+	MaxCompletion  *int            `json:"max_completion_tokens"`
+	Seed           *int64          `json:"seed"`
+	Stop           json.RawMessage `json:"stop"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	// Fields holds every top-level field, for extras.
+	Fields map[string]json.RawMessage `json:"-"`
+}
+
+// Last returns the content of the last message, or "".
+func (r ChatRequest) Last() string {
+	if len(r.Messages) == 0 {
+		return ""
+	}
+	return r.Messages[len(r.Messages)-1].Content
+}
+
+// System returns the content of the first system message, or "".
+func (r ChatRequest) System() string {
+	for _, m := range r.Messages {
+		if m.Role == "system" {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+// Usage is what a reply reports as token usage.
+type Usage struct {
+	Prompt, Completion, Cached, Reasoning int
+}
+
+// Reply is a successful answer.
+type Reply struct {
+	Content string
+	// Reasoning is sent in ReasoningField (default "reasoning_content").
+	Reasoning      string
+	ReasoningField string
+	// Usage defaults to len/4 estimates of the request and the content.
+	Usage        *Usage
+	Model        string
+	FinishReason string
+	Latency      time.Duration // wait before answering
+	Headers      map[string]string
+}
+
+// FaultKind is a way to misbehave.
+type FaultKind int
+
+// The faults a Rule can inject.
+const (
+	NoFault   FaultKind = iota
+	Status              // answer Fault.Status with an OpenAI-style error body
+	Hang                // hold the request until the client gives up (or Fault.Latency)
+	Reset               // close the TCP connection abruptly, sending nothing
+	Truncated           // a 200 whose JSON body stops halfway
+)
+
+// Fault is a deliberate failure.
+type Fault struct {
+	Kind    FaultKind
+	Status  int               // for Status: 429, 500, 503, 400, 401, 404, …
+	Message string            // error message in the body
+	Code    string            // error code in the body, e.g. "insufficient_quota"
+	Headers map[string]string // e.g. Retry-After, retry-after-ms, x-ratelimit-*
+	Latency time.Duration     // wait before failing; for Hang, the longest hold (default 1 min)
+}
+
+// Schedule decides whether a rule fires on its n-th match (1-based).
+type Schedule func(n int) bool
+
+// Always fires on every match.
+func Always() Schedule { return func(int) bool { return true } }
+
+// FirstN fires on the first n matches.
+func FirstN(n int) Schedule { return func(i int) bool { return i <= n } }
+
+// EveryK fires on matches k, 2k, 3k, ….
+func EveryK(k int) Schedule { return func(i int) bool { return k > 0 && i%k == 0 } }
+
+// Fraction fires on about p of the matches, decided by a hash of seed and the
+// match number, so a run is reproducible.
+func Fraction(p float64, seed uint64) Schedule {
+	return func(i int) bool {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d/%d", seed, i)
+		return float64(h.Sum64()%1_000_000)/1_000_000 < p
+	}
+}
+
+// Rule scripts the answer to matching requests. Rules are tried in the order
+// they were added; the first that matches and whose schedule fires answers.
+// A rule with a Fault misbehaves; otherwise Func (if set) or Reply answers.
+type Rule struct {
+	Name           string
+	Match          func(ChatRequest) bool // nil matches everything
+	LastContains   string                 // the last message must contain this
+	SystemContains string                 // the system message must contain this
+	When           Schedule               // nil is Always
+	Fault          Fault
+	Reply          Reply
+	Func           func(ChatRequest) Reply
+
+	matched int
+}
+
+func (r *Rule) matches(req ChatRequest) bool {
+	if r.Match != nil && !r.Match(req) {
+		return false
+	}
+	if r.LastContains != "" && !strings.Contains(req.Last(), r.LastContains) {
+		return false
+	}
+	if r.SystemContains != "" && !strings.Contains(req.System(), r.SystemContains) {
+		return false
+	}
+	return true
+}
+
+// Call is one logged request.
+type Call struct {
+	Time    time.Time
+	Path    string
+	Header  http.Header
+	Body    []byte
+	Request ChatRequest
+	Rule    string // name of the rule that answered, "" for the default
+	Status  int    // status sent (0 for a reset or hang cut short)
+}
+
+// Server is the fake endpoint.
+type Server struct {
+	// URL is the base URL to configure a client with; it ends in /v1.
+	URL string
+
+	opts    Options
+	srv     *httptest.Server
+	closing chan struct{}
+
+	mu         sync.Mutex
+	rules      []*Rule
+	calls      []Call
+	arrivals   []time.Time
+	violations int
+	inflight   int
+	peak       int
+}
+
+// TB is the part of testing.TB a Server needs; *testing.T and *testing.B
+// satisfy it.
+type TB interface {
+	Helper()
+	Cleanup(func())
+}
+
+// New starts a Server and stops it when tb ends (Close may also be called
+// directly).
+func New(tb TB, opts Options) *Server {
+	tb.Helper()
+	if opts.Model == "" {
+		opts.Model = "test-model"
+	}
+	if opts.Window <= 0 {
+		opts.Window = time.Minute
+	}
+	if opts.Default.Content == "" {
+		opts.Default.Content = "ok"
+	}
+	s := &Server{opts: opts, closing: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.handle)
+	mux.HandleFunc("POST /chat/completions", s.handle)
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL + "/v1"
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Close releases hanging handlers and stops the server. It is safe to call
+// more than once.
+func (s *Server) Close() {
+	select {
+	case <-s.closing:
+		return
+	default:
+	}
+	close(s.closing)
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// Add appends rules.
+func (s *Server) Add(rules ...Rule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range rules {
+		r := rules[i]
+		s.rules = append(s.rules, &r)
+	}
+}
+
+// Reply adds a rule answering every request whose last message contains
+// substr with content.
+func (s *Server) Reply(substr, content string) {
+	s.Add(Rule{Name: "reply:" + substr, LastContains: substr, Reply: Reply{Content: content}})
+}
+
+// Fail adds a rule injecting f on every request the schedule picks.
+func (s *Server) Fail(when Schedule, f Fault) {
+	s.Add(Rule{Name: fmt.Sprintf("fault:%d/%d", f.Kind, f.Status), When: when, Fault: f})
+}
+
+// Calls returns a copy of the request log.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// Count reports how many requests arrived.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
+// Violations reports how many requests broke the server's own rate limit.
+func (s *Server) Violations() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.violations
+}
+
+// MaxInFlight reports the most requests the server was handling at once.
+func (s *Server) MaxInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// MaxInWindow reports the largest number of requests that arrived within
+// any half-open interval [t, t+d).
+func (s *Server) MaxInWindow(d time.Duration) int {
+	s.mu.Lock()
+	ts := slices.Clone(s.arrivals)
+	s.mu.Unlock()
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	best, j := 0, 0
+	for i := range ts {
+		for ts[i].Sub(ts[j]) >= d {
+			j++
+		}
+		best = max(best, i-j+1)
+	}
+	return best
+}
+
+// Reset forgets the log, the arrivals and the rules' match counts (the
+// rules stay).
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls, s.arrivals, s.violations, s.peak = nil, nil, 0, s.inflight
+	for _, r := range s.rules {
+		r.matched = 0
+	}
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	body, _ := io.ReadAll(r.Body)
+	var req ChatRequest
+	_ = json.Unmarshal(body, &req)
+	_ = json.Unmarshal(body, &req.Fields)
+
+	s.mu.Lock()
+	s.inflight++
+	s.peak = max(s.peak, s.inflight)
+	idx := len(s.calls)
+	s.calls = append(s.calls, Call{Time: now, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Request: req})
+	s.arrivals = append(s.arrivals, now)
+	overLimit := false
+	if s.opts.Limit > 0 {
+		n := 0
+		for i := len(s.arrivals) - 2; i >= 0 && now.Sub(s.arrivals[i]) < s.opts.Window; i-- {
+			n++
+		}
+		if n >= s.opts.Limit {
+			overLimit = true
+			s.violations++
+		}
+	}
+	var rule *Rule
+	if !overLimit {
+		for _, ru := range s.rules {
+			if !ru.matches(req) {
+				continue
+			}
+			ru.matched++
+			if ru.When == nil || ru.When(ru.matched) {
+				rule = ru
+				break
+			}
+		}
+	}
+	if rule != nil {
+		s.calls[idx].Rule = rule.Name
+	}
+	s.mu.Unlock()
+
+	status := s.respond(w, r, req, rule, overLimit)
+	s.mu.Lock()
+	s.calls[idx].Status = status
+	s.inflight--
+	s.mu.Unlock()
+}
+
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit bool) int {
+	if s.opts.Key != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.Key {
+		return writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_api_key", nil)
+	}
+	if overLimit {
+		return writeError(w, http.StatusTooManyRequests, "Rate limit reached for requests (test server).", "rate_limit_exceeded", nil)
+	}
+	if rule != nil && rule.Fault.Kind != NoFault {
+		f := rule.Fault
+		if f.Kind != Hang && !s.wait(r, f.Latency) {
+			return 0
+		}
+		switch f.Kind {
+		case Status:
+			return writeError(w, f.Status, f.Message, f.Code, f.Headers)
+		case Hang:
+			limit := f.Latency
+			if limit <= 0 {
+				limit = time.Minute
+			}
+			s.wait(r, limit)
+			return 0
+		case Reset:
+			hj, ok := w.(http.Hijacker)
+			if !ok {
+				return 0
+			}
+			conn, _, err := hj.Hijack()
+			if err != nil {
+				return 0
+			}
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0) // RST instead of FIN
+			}
+			_ = conn.Close()
+			return 0
+		case Truncated:
+			b := completion(req, Reply{Content: "this answer is cut short"}, s.opts.Model)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(b[:len(b)/2])
+			return http.StatusOK
+		}
+	}
+	reply := s.opts.Default
+	if rule != nil {
+		reply = rule.Reply
+		if rule.Func != nil {
+			reply = rule.Func(req)
+		}
+	}
+	if !s.wait(r, reply.Latency) {
+		return 0
+	}
+	for k, v := range reply.Headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(completion(req, reply, s.opts.Model))
+	return http.StatusOK
+}
+
+// wait sleeps d unless the client leaves or the server closes first. It
+// reports whether the full wait elapsed.
+func (s *Server) wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, msg, code string, headers map[string]string) int {
+	for k, v := range headers {
+		w.Header().Set(k, v)
+	}
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "server_error"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": code, "param": nil}})
+	_, _ = w.Write(b)
+	return status
+}
+
+func completion(req ChatRequest, rep Reply, model string) []byte {
+	if rep.Model != "" {
+		model = rep.Model
+	} else if req.Model != "" {
+		model = req.Model
+	}
+	u := rep.Usage
+	if u == nil {
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.Content)/4 + 4
+		}
+		u = &Usage{Prompt: n + 3, Completion: (len(rep.Content)+len(rep.Reasoning))/4 + 1}
+	}
+	msg := map[string]any{"role": "assistant", "content": rep.Content}
+	if rep.Reasoning != "" {
+		f := rep.ReasoningField
+		if f == "" {
+			f = "reasoning_content"
+		}
+		msg[f] = rep.Reasoning
+	}
+	finish := rep.FinishReason
+	if finish == "" {
+		finish = "stop"
+	}
+	b, _ := json.Marshal(map[string]any{
+		"id":      "chatcmpl-test",
+		"object":  "chat.completion",
+		"created": time.Now().Unix(),
+		"model":   model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage": map[string]any{
+			"prompt_tokens":             u.Prompt,
+			"completion_tokens":         u.Completion,
+			"total_tokens":              u.Prompt + u.Completion,
+			"prompt_tokens_details":     map[string]any{"cached_tokens": u.Cached},
+			"completion_tokens_details": map[string]any{"reasoning_tokens": u.Reasoning},
+		},
+	})
+	return b
+}

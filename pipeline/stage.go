@@ -1,0 +1,59 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/ac3/ac3/pipeline/conv"
+)
+
+// Variant is one configured variant of a stage (a strategy, a pair, an
+// annotator) and the version of its settings and prompts. The version goes
+// into every unit key, so changing a variant's settings makes only its own
+// work pending again.
+type Variant struct {
+	Name    string
+	Version string
+}
+
+// Task is the pending variants of a stage over one conversation. Variants
+// come together so a stage can share per-conversation work between them (each
+// message tokenized once for every strategy; one AC3 analysis for every
+// operator); each variant's result is still recorded on its own.
+type Task struct {
+	Seq      int64 // the conversation's ingest position
+	Conv     *conv.Conversation
+	Variants []Variant
+}
+
+// Result is what a stage produced for one variant of a task.
+type Result struct {
+	Variant Variant
+	Units   []Unit
+}
+
+// Unit is the result of one unit of work (one turn) of a task.
+type Unit struct {
+	Turn     int
+	Failed   bool
+	Attempts int
+	Error    string // why the unit failed
+	Raw      string // a model's raw answer kept for inspection when it failed to parse
+	Output   []byte // the stage's result, in the stage's own encoding
+	Tokens   int64  // a size the reports sum (context tokens, generated tokens)
+}
+
+// Stage is a step that turns each conversation into units of work. A stage
+// is a pure function of its inputs (plus model calls, which the llm package
+// caches); it writes nothing itself — the engine stores what it returns.
+type Stage interface {
+	// Name is the stage's name in unit keys, status and exports.
+	Name() string
+	// Variants lists the variants to run, with their current versions.
+	Variants() []Variant
+	// Process runs one task and returns one Result per variant of the task,
+	// in any order. A unit that fails (a malformed model answer after
+	// retries, a rejected request) is returned with Failed set; a non-nil
+	// error means the whole run must stop (a bad API key, a bug). Process
+	// must return promptly once ctx is cancelled.
+	Process(ctx context.Context, t Task) ([]Result, error)
+}

@@ -1,0 +1,76 @@
+package curate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/tokens"
+)
+
+// StageName is the curate stage's name in unit keys, status and exports.
+const StageName = "curate"
+
+// Stage runs strategies as a pipeline stage: one variant per strategy, one
+// unit per (conversation, turn, strategy) whose output is the encoded
+// Context. All pending strategies of a conversation share one TokenCache, so
+// each message is tokenized once however many strategies run.
+type Stage struct {
+	byName  map[string]Strategy
+	order   []Strategy
+	counter *tokens.Counter
+	from    int
+}
+
+// NewStage returns the stage for strategies, counting tokens with counter and
+// curating turns from `from` on (DefaultFrom when 0).
+func NewStage(strategies []Strategy, counter *tokens.Counter, from int) *Stage {
+	if from <= 0 {
+		from = DefaultFrom
+	}
+	s := &Stage{byName: map[string]Strategy{}, order: strategies, counter: counter, from: from}
+	for _, st := range strategies {
+		s.byName[st.Name()] = st
+	}
+	return s
+}
+
+// Name implements pipeline.Stage.
+func (s *Stage) Name() string { return StageName }
+
+// Variants implements pipeline.Stage. The version joins the strategy's own
+// version with what else changes its output: the tokenizer encoding (token
+// counts and filler lengths) and the first curated turn.
+func (s *Stage) Variants() []pipeline.Variant {
+	out := make([]pipeline.Variant, len(s.order))
+	for i, st := range s.order {
+		out[i] = pipeline.Variant{Name: st.Name(), Version: fmt.Sprintf("%s;enc=%s;from=%d", st.Version(), s.counter.Encoding(), s.from)}
+	}
+	return out
+}
+
+// Process implements pipeline.Stage.
+func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
+	tc := NewTokenCache(t.Conv, s.counter)
+	out := make([]pipeline.Result, 0, len(t.Variants))
+	for _, v := range t.Variants {
+		st, ok := s.byName[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("curating %s: no strategy %q", t.Conv.ID, v.Name)
+		}
+		ctxs, err := st.Contexts(ctx, t.Conv, s.from, tc)
+		if err != nil {
+			return nil, fmt.Errorf("curating %s with %s: %w", t.Conv.ID, v.Name, err)
+		}
+		units := make([]pipeline.Unit, len(ctxs))
+		for i, x := range ctxs {
+			b, err := EncodeContext(x)
+			if err != nil {
+				return nil, err
+			}
+			units[i] = pipeline.Unit{Turn: x.Turn, Output: b, Tokens: int64(x.Tokens)}
+		}
+		out = append(out, pipeline.Result{Variant: v, Units: units})
+	}
+	return out, nil
+}

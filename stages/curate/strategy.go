@@ -1,0 +1,177 @@
+package curate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ac3/ac3/pipeline/conv"
+)
+
+// Strategy builds curated contexts for the turns of a conversation.
+//
+// Deterministic strategies ignore ctx except to stop early; model-backed
+// ones (summaries, AC3 reset and rewrite) use it for their calls and keep
+// per-conversation state, such as resets so far, across the turns of one
+// Contexts call. That is why a strategy sees a whole conversation at once
+// rather than one turn. A Strategy value itself must be safe for concurrent
+// use on different conversations, so any such state lives inside one call.
+type Strategy interface {
+	// Name is the strategy's short name, as used in LIST arguments.
+	Name() string
+	// Version changes whenever this strategy's output for the same input
+	// would change (template text, placeholder, settings), so it can go into
+	// unit keys. Token counts and filler lengths also depend on the counter's
+	// encoding, which the caller's run configuration must key separately.
+	Version() string
+	// Contexts builds the curated context before each user turn t >= from,
+	// in turn order. It may keep per-conversation state across turns. tc
+	// must be a cache for c.
+	Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error)
+}
+
+// DefaultFrom is the first turn evaluated by default: turn 1 has no history,
+// so every strategy would give the same context.
+const DefaultFrom = 2
+
+// Options adjusts the deterministic strategies. The zero value gives the
+// defaults; any change shows in the affected strategy's Version.
+type Options struct {
+	// Placeholder replaces DefaultPlaceholder in ao.
+	Placeholder string
+	// Note replaces DefaultNote in ao.
+	Note string
+}
+
+// Names lists the deterministic strategies, the ones ByName builds.
+func Names() []string { return []string{"fc", "ao", "lt", "de", "concat", "filler"} }
+
+// modelNames are strategies that exist in the design but need a model, so
+// they are built by the stages that call one. Naming them here turns "unknown
+// strategy" into a clearer message.
+var modelNames = []string{"sum", "adaptive", "augment", "reset", "gated-reset", "rewrite"}
+
+// ErrNeedsConstraints is returned for a "+constraints" overlay until the
+// session-constraints stage exists to supply the registry.
+var ErrNeedsConstraints = errors.New("the +constraints overlay needs the constraints stage, which this build does not have yet")
+
+// ByName returns the deterministic strategy called name. A name with an
+// overlay ("fc+constraints") parses but fails with ErrNeedsConstraints; an
+// unknown name fails with an error that lists the valid ones.
+func ByName(name string, opts Options) (Strategy, error) {
+	spec, err := parseSpec(name)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Constraints {
+		return nil, fmt.Errorf("building strategy %q: %w", spec, ErrNeedsConstraints)
+	}
+	switch spec.Name {
+	case "fc":
+		return FullContext{}, nil
+	case "ao":
+		return NewAssistantOmission(opts), nil
+	case "lt":
+		return LastTurn{}, nil
+	case "de":
+		return DeleteEverything{}, nil
+	case "concat":
+		return ConcatUser{}, nil
+	case "filler":
+		return Filler{}, nil
+	}
+	if slices.Contains(modelNames, spec.Name) {
+		return nil, fmt.Errorf("building strategy %q: it needs a model and is not built by this package (deterministic strategies: %s)",
+			spec.Name, strings.Join(Names(), ", "))
+	}
+	return nil, fmt.Errorf("building strategy %q: unknown strategy (valid: %s; with a model: %s)",
+		spec.Name, strings.Join(Names(), ", "), strings.Join(modelNames, ", "))
+}
+
+// Spec is one item of a strategy LIST: a strategy name and the overlays
+// added to it with "+".
+type Spec struct {
+	Name string
+	// Constraints asks for the session-constraint registry to be appended
+	// to the curated context ("name+constraints").
+	Constraints bool
+}
+
+// String renders the spec as it is written in a LIST.
+func (s Spec) String() string {
+	if s.Constraints {
+		return s.Name + "+constraints"
+	}
+	return s.Name
+}
+
+// ParseList parses a comma-separated strategy LIST such as "fc,ao,lt" or
+// "ao+constraints,fc". It checks syntax only (empty items, unknown overlays,
+// repeats); ByName decides whether a name can be built.
+func ParseList(list string) ([]Spec, error) {
+	var specs []Spec
+	seen := map[Spec]bool{}
+	for item := range strings.SplitSeq(list, ",") {
+		s, err := parseSpec(item)
+		if err != nil {
+			return nil, err
+		}
+		if seen[s] {
+			return nil, fmt.Errorf("parsing strategy list %q: %q appears twice", list, s)
+		}
+		seen[s] = true
+		specs = append(specs, s)
+	}
+	return specs, nil
+}
+
+func parseSpec(item string) (Spec, error) {
+	fields := strings.Split(strings.TrimSpace(item), "+")
+	s := Spec{Name: strings.TrimSpace(fields[0])}
+	if s.Name == "" {
+		return Spec{}, fmt.Errorf("parsing strategy %q: empty strategy name", item)
+	}
+	for _, o := range fields[1:] {
+		switch strings.TrimSpace(o) {
+		case "constraints":
+			if s.Constraints {
+				return Spec{}, fmt.Errorf("parsing strategy %q: overlay %q given twice", item, "constraints")
+			}
+			s.Constraints = true
+		default:
+			return Spec{}, fmt.Errorf("parsing strategy %q: unknown overlay %q (valid: constraints)", item, o)
+		}
+	}
+	return s, nil
+}
+
+// Resolve parses a LIST and builds each strategy in it.
+func Resolve(list string, opts Options) ([]Strategy, error) {
+	specs, err := ParseList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Strategy, 0, len(specs))
+	for _, s := range specs {
+		st, err := ByName(s.String(), opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// versionOf appends a short hash of non-default settings to a base version,
+// so changed settings change the unit key while defaults keep a readable one.
+func versionOf(base string, settings ...string) string {
+	h := sha256.New()
+	for _, s := range settings {
+		fmt.Fprintf(h, "%d:%s;", len(s), s)
+	}
+	return base + "+" + hex.EncodeToString(h.Sum(nil)[:4])
+}
