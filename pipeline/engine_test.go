@@ -22,7 +22,7 @@ type countStage struct {
 	block    chan struct{}
 }
 
-func (s *countStage) Name() string                  { return "count" }
+func (s *countStage) Name() string                 { return "count" }
 func (s *countStage) Variants() []pipeline.Variant { return s.variants }
 func (s *countStage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
 	var out []pipeline.Result

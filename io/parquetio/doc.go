@@ -18,6 +18,10 @@
 // What does not: Arrow IPC files (package arrowipc), JSONL (package jsonl),
 // choosing a reader for a file (package detect).
 //
+// Importing the package replaces Arrow's registered Parquet codecs with
+// wrappers (codecs.go): zstd reuses its encoder, which made writes about
+// four times faster, and no codec's Decode panics on corrupt data.
+//
 // Memory stays bounded on both sides: writers keep at most one row group in
 // builders, and readers pull one batch of rows at a time through pqarrow's
 // record reader, never a whole table.

@@ -9,6 +9,7 @@ import (
 	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
 )
 
 func mustOpen(tb testing.TB) (*ledger.Ledger, string) {
@@ -150,5 +151,49 @@ func TestUnitKeyIsDeterministicAndDistinct(t *testing.T) {
 		if a == b {
 			t.Fatal("different inputs gave the same key")
 		}
+	}
+}
+
+func TestLLMCacheAndRecorder(t *testing.T) {
+	ctx := context.Background()
+	l, path := mustOpen(t)
+	c := l.LLMCache()
+	if _, ok, err := c.Get(ctx, "k"); ok || err != nil {
+		t.Fatalf("empty cache: %v %v", ok, err)
+	}
+	want := llm.CachedResponse{Content: "<think>x</think>hi", Text: "hi", Reasoning: "x", Model: "m", Usage: llm.Usage{Prompt: 10, Completion: 2}, CostUSD: 0.5}
+	if err := c.Put(ctx, "k", want); err != nil {
+		t.Fatal(err)
+	}
+	rec := l.LLMRecorder()
+	for _, r := range []llm.CallRecord{
+		{Role: "judge", Stage: "judge", Model: "m", Usage: llm.Usage{Prompt: 10, Completion: 2}, CostUSD: 0.5, Status: llm.StatusOK},
+		{Role: "judge", Stage: "judge", Model: "m", Status: llm.StatusCached, FromCache: true},
+		{Role: "judge", Stage: "judge", Model: "m", Status: llm.StatusFailed, Error: "400"},
+	} {
+		if err := rec.Record(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	// Both survive reopening the run.
+	l2, err := ledger.Open(ctx, path, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	got, ok, err := l2.LLMCache().Get(ctx, "k")
+	if err != nil || !ok || got.Text != want.Text || got.Usage != want.Usage || got.Reasoning != "x" {
+		t.Fatalf("cached = %+v %v %v", got, ok, err)
+	}
+	st, err := l2.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.LLM) != 1 || st.LLM[0].Calls != 3 || st.LLM[0].CacheHits != 1 || st.LLM[0].Failed != 1 || st.SpendUSD != 0.5 {
+		t.Fatalf("llm status = %+v spend %v", st.LLM, st.SpendUSD)
+	}
+	if s, _ := l2.SpendUSD(ctx); s != 0.5 {
+		t.Fatalf("spend = %v", s)
 	}
 }

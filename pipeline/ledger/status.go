@@ -133,7 +133,7 @@ func (l *Ledger) Status(ctx context.Context) (Status, error) {
 			st.Stages = append(st.Stages, ss)
 		}
 	}
-	rows, err := l.r.QueryContext(ctx, `SELECT role, model, stage, count(*), sum(from_cache), sum(status != 'ok'), sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens), sum(cost_usd) FROM llm_calls GROUP BY role, model, stage ORDER BY role, model, stage`)
+	rows, err := l.r.QueryContext(ctx, `SELECT role, model, stage, count(*), sum(from_cache), sum(status IN ('failed', 'fatal')), sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens), sum(cost_usd) FROM llm_calls GROUP BY role, model, stage ORDER BY role, model, stage`)
 	if err != nil {
 		return st, fmt.Errorf("summing model calls: %w", err)
 	}

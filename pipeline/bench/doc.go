@@ -1,0 +1,7 @@
+// Package bench holds the benchmarks behind the speed and memory figures of
+// issue 2, run by `just bench`: ingest → filter → Parquet against the floor
+// of decompressing and splitting the same file, curation with token counts
+// against the tokenizer alone, and peak RSS of a conversion at 10k and 200k
+// conversations. It has no code of its own; everything is in its tests. The
+// synthetic input is generated on first use and cached in testdata/generated.
+package bench

@@ -1,0 +1,74 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ac3/ac3/pipeline/llm"
+)
+
+// LLMCache returns the run's model-answer cache. Put commits before it
+// returns, so an answer that was paid for is on disk before the caller uses
+// it: after a crash the same request is answered from here, never re-sent.
+func (l *Ledger) LLMCache() llm.Cache { return llmCache{l} }
+
+type llmCache struct{ l *Ledger }
+
+func (c llmCache) Get(ctx context.Context, key string) (llm.CachedResponse, bool, error) {
+	var b []byte
+	err := c.l.r.QueryRowContext(ctx, `SELECT response FROM llm_cache WHERE key = ?`, key).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return llm.CachedResponse{}, false, nil
+	}
+	if err != nil {
+		return llm.CachedResponse{}, false, fmt.Errorf("reading cached answer: %w", err)
+	}
+	var r llm.CachedResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		return llm.CachedResponse{}, false, fmt.Errorf("decoding cached answer %s: %w", key, err)
+	}
+	return r, true, nil
+}
+
+func (c llmCache) Put(ctx context.Context, key string, r llm.CachedResponse) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	// Not cancellable: the call is paid for, so its answer must be kept even
+	// if the run is being stopped.
+	_, err = c.l.w.ExecContext(context.WithoutCancel(ctx), `INSERT OR REPLACE INTO llm_cache (key, response, created) VALUES (?, ?, ?)`, key, b, time.Now().UTC().Format(time.RFC3339))
+	if err != nil {
+		return fmt.Errorf("storing answer in the cache: %w", err)
+	}
+	return nil
+}
+
+// LLMRecorder returns a recorder that stores one row per model call, which
+// status and the report sum by role, model and stage.
+func (l *Ledger) LLMRecorder() llm.Recorder { return llmRecorder{l} }
+
+type llmRecorder struct{ l *Ledger }
+
+func (r llmRecorder) Record(ctx context.Context, c llm.CallRecord) error {
+	_, err := r.l.w.ExecContext(context.WithoutCancel(ctx), `INSERT INTO llm_calls (role, stage, endpoint, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd, latency_ms, attempts, status, error, from_cache, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Role, c.Stage, c.Endpoint, c.Model, c.Usage.Prompt, c.Usage.Completion, c.Usage.CachedPrompt, c.Usage.Reasoning, c.CostUSD, c.Latency.Milliseconds(), c.Attempts, c.Status, c.Error, c.FromCache, c.Time.UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return fmt.Errorf("recording model call: %w", err)
+	}
+	return nil
+}
+
+// SpendUSD is what the run's model calls have cost so far, for seeding a
+// budget when a run resumes.
+func (l *Ledger) SpendUSD(ctx context.Context) (float64, error) {
+	var s float64
+	if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(cost_usd), 0) FROM llm_calls`).Scan(&s); err != nil {
+		return 0, fmt.Errorf("summing spend: %w", err)
+	}
+	return s, nil
+}
