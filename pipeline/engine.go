@@ -24,6 +24,11 @@ type Options struct {
 	PageSize int
 	// Stop, when closed, stops planning new tasks; in-flight tasks finish.
 	Stop <-chan struct{}
+	// Graceful reports whether a stage error means "stop taking new work"
+	// rather than "the run failed" (a spending cap reached): the task is
+	// left pending, in-flight tasks finish, and Run returns the error in
+	// Summary.StopReason instead of failing.
+	Graceful func(error) bool
 	// OnCommit is called after each commit with the tasks and units stored
 	// and the sum of their token counts.
 	OnCommit func(tasks, units int, failed int, tokens int64)
@@ -52,6 +57,8 @@ type Summary struct {
 	Units    int64
 	Stopped  bool // the run was stopped before every pending task ran
 	Previous int64
+	// StopReason is the graceful stop error (see Options.Graceful), if any.
+	StopReason error
 }
 
 // Pending counts the tasks of s not yet recorded, done or failed, and those
@@ -93,6 +100,13 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	work, cancelWork := context.WithCancelCause(ctx)
 	defer cancelWork(nil)
 
+	// A graceful stop closes halt; planning watches it beside opts.Stop.
+	halt := make(chan struct{})
+	var haltOnce sync.Once
+	var haltErr error
+	userStop := opts.Stop
+	opts.Stop = mergeStops(work, userStop, halt)
+
 	tasks := make(chan Task, opts.Workers*2)
 	results := make(chan []ledger.TaskResult, opts.Workers*2)
 
@@ -112,7 +126,16 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 				if work.Err() != nil {
 					continue // drain: nothing new starts once the run is cancelled
 				}
+				select {
+				case <-halt:
+					continue // a graceful stop: leave the rest pending
+				default:
+				}
 				res, err := runTask(work, s, t)
+				if err != nil && opts.Graceful != nil && opts.Graceful(err) {
+					haltOnce.Do(func() { haltErr = err; close(halt) })
+					continue
+				}
 				if err != nil {
 					if work.Err() == nil {
 						stageErrOnce.Do(func() { stageErr = err })
@@ -148,7 +171,23 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 		return sum, planErr
 	}
 	sum.Stopped = sum.Done+sum.Failed < sum.Planned
+	sum.StopReason = haltErr
 	return sum, nil
+}
+
+// mergeStops returns a channel closed when either a or b is closed, or when
+// ctx ends. Its goroutine exits with ctx, which Run cancels on return.
+func mergeStops(ctx context.Context, a, b <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		defer close(out)
+		select {
+		case <-a:
+		case <-b:
+		case <-ctx.Done():
+		}
+	}()
+	return out
 }
 
 var errStopped = errors.New("stopped")

@@ -175,3 +175,35 @@ func TestRunCancelAbandonsInFlight(t *testing.T) {
 		t.Fatalf("summary = %+v", sum)
 	}
 }
+
+var errCap = errors.New("budget reached")
+
+type capStage struct {
+	countStage
+	allow int64
+}
+
+func (s *capStage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
+	if s.calls.Load() >= s.allow {
+		return nil, errCap
+	}
+	return s.countStage.Process(ctx, t)
+}
+
+func TestRunGracefulErrorLeavesRestPending(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l := seed(t, 30)
+	s := &capStage{countStage: countStage{variants: []pipeline.Variant{{Name: "a", Version: "1"}}}, allow: 12}
+	sum, err := pipeline.Run(ctx, l, s, pipeline.Options{Workers: 1, Graceful: func(err error) bool { return errors.Is(err, errCap) }})
+	if err != nil {
+		t.Fatalf("graceful stop returned an error: %v", err)
+	}
+	if !sum.Stopped || !errors.Is(sum.StopReason, errCap) || sum.Done != 12 {
+		t.Fatalf("summary = %+v", sum)
+	}
+	pending, _, _ := pipeline.Pending(ctx, l, s)
+	if pending != 18 {
+		t.Fatalf("pending after the cap = %d, want 18", pending)
+	}
+}

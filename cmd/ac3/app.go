@@ -66,6 +66,7 @@ func newApp(e *env) *cli.App {
 			statusCommand(e),
 			retryCommand(e),
 			runCommand(e),
+			llmCommand(e),
 		},
 	}
 	app.ExitErrHandler = func(*cli.Context, error) {} // main maps errors to exit codes

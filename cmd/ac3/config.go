@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -39,14 +40,83 @@ type config struct {
 			MaxMessageBytes int      `yaml:"max_message_bytes"`
 		} `yaml:"filter"`
 	} `yaml:"input"`
-	Stages struct {
-		Curate *struct {
-			FromTurn   int      `yaml:"from_turn"`
-			Strategies []string `yaml:"strategies"`
-			Encoding   string   `yaml:"encoding"`
-		} `yaml:"curate"`
-	} `yaml:"stages"`
-	Export []exportSpec `yaml:"export"`
+	Endpoints map[string]endpointConfig `yaml:"endpoints"`
+	Models    map[string]modelConfig    `yaml:"models"`
+	Roles     map[string]roleConfig     `yaml:"roles"`
+	Stages    stagesConfig              `yaml:"stages"`
+	Report    map[string]any            `yaml:"report"`
+	Export    []exportSpec              `yaml:"export"`
+}
+
+// stagesConfig holds each stage's settings; a stage runs in `ac3 run` when
+// its section is present. Sections for stages a later command owns are kept
+// as YAML nodes and decoded there.
+type stagesConfig struct {
+	Curate *curateConfig `yaml:"curate"`
+	// Model-backed stages decode their own sections.
+	Classify    *yaml.Node `yaml:"classify"`
+	Refs        *yaml.Node `yaml:"refs"`
+	Constraints *yaml.Node `yaml:"constraints"`
+	Pollution   *yaml.Node `yaml:"pollution"`
+	Respond     *yaml.Node `yaml:"respond"`
+	Judge       *yaml.Node `yaml:"judge"`
+}
+
+type curateConfig struct {
+	FromTurn   int                  `yaml:"from_turn"`
+	Strategies []string             `yaml:"strategies"`
+	Encoding   string               `yaml:"encoding"`
+	Extra      map[string]yaml.Node `yaml:",inline"` // AC3 operator settings, read by the AC3 strategies
+}
+
+// endpointConfig is one OpenAI-compatible server. The key is never in the
+// file: api_key_env names the variable that holds it.
+type endpointConfig struct {
+	BaseURL        string            `yaml:"base_url"`
+	APIKeyEnv      string            `yaml:"api_key_env"`
+	APIKeyHeader   string            `yaml:"api_key_header"`
+	Headers        map[string]string `yaml:"headers"`
+	Query          map[string]string `yaml:"query"`
+	MaxTokensField string            `yaml:"max_tokens_field"`
+	JSONMode       string            `yaml:"json_mode"` // "", json_object, json_schema
+	Timeout        string            `yaml:"timeout"`   // per attempt, e.g. 120s
+	MaxAttempts    int               `yaml:"max_attempts"`
+	Limits         struct {
+		Concurrency int `yaml:"concurrency"`
+		RPM         int `yaml:"rpm"`
+		TPM         int `yaml:"tpm"`
+	} `yaml:"limits"`
+}
+
+// modelConfig is a model served by an endpoint, with its price per million
+// tokens. Limits apply per model entry, as providers enforce them per model.
+type modelConfig struct {
+	Endpoint string `yaml:"endpoint"`
+	Name     string `yaml:"name"` // the model id sent to the server; the entry's key when empty
+	Price    struct {
+		Input  float64 `yaml:"input"`
+		Cached float64 `yaml:"cached"`
+		Output float64 `yaml:"output"`
+	} `yaml:"price"`
+	Limits *struct {
+		Concurrency int `yaml:"concurrency"`
+		RPM         int `yaml:"rpm"`
+		TPM         int `yaml:"tpm"`
+	} `yaml:"limits"`
+}
+
+// roleConfig binds a role (annotator, analyzer, respondent, judge) to a model
+// with sampling parameters.
+type roleConfig struct {
+	Model           string         `yaml:"model"`
+	Temperature     *float64       `yaml:"temperature"`
+	TopP            *float64       `yaml:"top_p"`
+	MaxTokens       *int           `yaml:"max_tokens"`
+	Seed            *int64         `yaml:"seed"`
+	Stop            []string       `yaml:"stop"`
+	ReasoningEffort string         `yaml:"reasoning_effort"`
+	Extra           map[string]any `yaml:"extra"`
+	Samples         int            `yaml:"samples"`
 }
 
 type exportSpec struct {
@@ -117,6 +187,31 @@ func (c *config) validate() error {
 	}
 	if c.Stages.Curate != nil && len(c.Stages.Curate.Strategies) == 0 {
 		return fmt.Errorf("stages.curate.strategies: list at least one strategy")
+	}
+	for name, m := range c.Models {
+		if _, ok := c.Endpoints[m.Endpoint]; !ok {
+			return fmt.Errorf("models.%s.endpoint: no endpoint named %q", name, m.Endpoint)
+		}
+	}
+	for name, r := range c.Roles {
+		if _, ok := c.Models[r.Model]; !ok {
+			return fmt.Errorf("roles.%s.model: no model named %q under models", name, r.Model)
+		}
+	}
+	for name, ep := range c.Endpoints {
+		if ep.BaseURL == "" {
+			return fmt.Errorf("endpoints.%s.base_url: required", name)
+		}
+		if ep.Timeout != "" {
+			if _, err := time.ParseDuration(ep.Timeout); err != nil {
+				return fmt.Errorf("endpoints.%s.timeout: %w", name, err)
+			}
+		}
+		switch ep.JSONMode {
+		case "", "json_object", "json_schema":
+		default:
+			return fmt.Errorf("endpoints.%s.json_mode: %q is not one of json_object, json_schema", name, ep.JSONMode)
+		}
 	}
 	return nil
 }

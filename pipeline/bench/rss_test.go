@@ -1,0 +1,159 @@
+//go:build unix
+
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ac3/ac3/io/parquetio"
+	"github.com/ac3/ac3/stages/filter"
+)
+
+// childEnv tells a re-executed test binary which job to do; childIn and
+// childOut name its input and output.
+const (
+	childEnv = "AC3_BENCH_CHILD"
+	childIn  = "AC3_BENCH_IN"
+	childOut = "AC3_BENCH_OUT"
+)
+
+// child runs one job in a fresh process and prints its counts as JSON.
+func child(mode string) int {
+	ctx := context.Background()
+	switch mode {
+	case "convert":
+		st, err := convertFile(ctx, os.Getenv(childIn), os.Getenv(childOut), filter.Options{}, parquetio.Zstd)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		json.NewEncoder(os.Stdout).Encode(st)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "unknown %s=%q\n", childEnv, mode)
+	return 2
+}
+
+// peakRSS runs cmd and returns its peak resident set size in bytes, from
+// the kernel's accounting of the finished child.
+func peakRSS(cmd *exec.Cmd) (int64, time.Duration, []byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t0 := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, 0, nil, fmt.Errorf("running %s: %w: %s", cmd.Path, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0, nil, fmt.Errorf("no rusage for %s on this platform", cmd.Path)
+	}
+	// Linux reports Maxrss in kilobytes.
+	return ru.Maxrss << 10, time.Since(t0), stdout.Bytes(), nil
+}
+
+// BenchmarkRSS is figure 3: the peak RSS of the first 10k and of all 200k
+// conversations of the same stream, each in its own process, and the growth
+// between them: for the convert path (this test binary re-executed, the
+// parallel path with no filter, Parquet out) and for `ac3 ingest` into a
+// fresh run file (the ac3 binary, built into a temporary directory).
+func BenchmarkRSS(b *testing.B) {
+	input(b)
+	files, _ := generated()
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	jobs := []struct {
+		name, what string
+		cmd        func(b *testing.B, f genFile) *exec.Cmd
+		check      func(out []byte, f genFile) error
+	}{
+		{"convert", "convert to Parquet, parallel path (own process)", func(b *testing.B, f genFile) *exec.Cmd {
+			cmd := exec.Command(self)
+			cmd.Env = append(os.Environ(), childEnv+"=convert", childIn+"="+f.Path, childOut+"="+filepath.Join(b.TempDir(), "out.parquet"))
+			return cmd
+		}, func(out []byte, f genFile) error {
+			var st struct{ Records int64 }
+			if err := json.Unmarshal(out, &st); err != nil || st.Records != int64(f.Conversations) {
+				return fmt.Errorf("child said %q (%v), want %d records", out, err, f.Conversations)
+			}
+			return nil
+		}},
+		{"ingest", "ac3 ingest into a new run file", func(b *testing.B, f genFile) *exec.Cmd {
+			bin := ac3Binary(b)
+			return exec.Command(bin, "ingest", "--db", filepath.Join(b.TempDir(), "run.db"), f.Path)
+		}, func(out []byte, f genFile) error {
+			if want := fmt.Sprintf("kept %d conversations", f.Conversations); !bytes.Contains(out, []byte(want)) {
+				return fmt.Errorf("ac3 ingest said %q, want %q", out, want)
+			}
+			return nil
+		}},
+	}
+	for _, job := range jobs {
+		var small float64
+		for i, f := range files {
+			b.Run(fmt.Sprintf("%s-%dk", job.name, f.Conversations/1000), func(b *testing.B) {
+				rss, wall, out, err := peakRSS(job.cmd(b, f))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := job.check(out, f); err != nil {
+					b.Fatal(err)
+				}
+				mbRSS := float64(rss) / mb
+				b.ReportMetric(mbRSS, "peak-RSS-MB")
+				row := fmt.Sprintf("%5.0f MB peak RSS  (%5.1f s)", mbRSS, wall.Seconds())
+				if i == 0 {
+					small = mbRSS
+				} else if small > 0 {
+					growth := 100 * (mbRSS/small - 1)
+					b.ReportMetric(growth, "growth-%")
+					row += fmt.Sprintf("  growth %+.1f%% over 10k", growth)
+				}
+				addRow("3. peak RSS (target: growth <= 10%)", fmt.Sprintf("%s: %dk conversations", job.what, f.Conversations/1000), "%s", row)
+			})
+		}
+	}
+}
+
+var builtAC3 struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// ac3Binary builds cmd/ac3 once per run into a temporary directory.
+func ac3Binary(b *testing.B) string {
+	b.Helper()
+	builtAC3.Do(func() {
+		dir, err := os.MkdirTemp("", "ac3-bench-")
+		if err != nil {
+			builtAC3.err = err
+			return
+		}
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goBin); err != nil {
+			goBin = "go"
+		}
+		builtAC3.path = filepath.Join(dir, "ac3")
+		cmd := exec.Command(goBin, "build", "-o", builtAC3.path, "github.com/ac3/ac3/cmd/ac3")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			builtAC3.err = fmt.Errorf("building ac3: %w: %s", err, out)
+		}
+	})
+	if builtAC3.err != nil {
+		b.Fatal(builtAC3.err)
+	}
+	return builtAC3.path
+}
