@@ -57,7 +57,7 @@ func newApp(e *env) *cli.App {
 		ErrWriter:            e.stderr,
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
-		Commands: []*cli.Command{
+		Commands: append(append(append([]*cli.Command{
 			ingestCommand(e),
 			convertCommand(e),
 			curateCommand(e),
@@ -67,7 +67,7 @@ func newApp(e *env) *cli.App {
 			retryCommand(e),
 			runCommand(e),
 			llmCommand(e),
-		},
+		}, annotateCommands(e)...), ac3Commands(e)...), judgeCommands(e)...),
 	}
 	app.ExitErrHandler = func(*cli.Context, error) {} // main maps errors to exit codes
 	return app

@@ -69,6 +69,9 @@ Example:
 					return nil
 				}
 			}
+			if done, err := runAnnotateFromConfig(ctx, e, l, cfg); err != nil || !done {
+				return err
+			}
 			if cu := cfg.Stages.Curate; cu != nil {
 				fmt.Fprintf(e.stdout, "== curate (%s)\n", strings.Join(cu.Strategies, ","))
 				done, err := runCurate(ctx, e, l, curateArgs{strategies: strings.Join(cu.Strategies, ","), fromTurn: cu.FromTurn, encoding: cu.Encoding, workers: cfg.Run.Workers})
@@ -78,6 +81,12 @@ Example:
 				if !done {
 					return nil
 				}
+			}
+			if done, err := runRespondJudgeFromConfig(ctx, e, l, cfg); err != nil || !done {
+				return err
+			}
+			if err := runReportFromConfig(ctx, e, l, cfg); err != nil {
+				return err
 			}
 			for _, x := range cfg.Export {
 				fmt.Fprintf(e.stdout, "== export %s (%s)\n", x.What, x.Format)
