@@ -193,6 +193,10 @@ func mergeStops(ctx context.Context, a, b <-chan struct{}) <-chan struct{} {
 var errStopped = errors.New("stopped")
 
 func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, out chan<- Task) error {
+	retry, err := l.RetryGeneration(ctx, s.Name())
+	if err != nil {
+		return err
+	}
 	variants := s.Variants()
 	lv := make([]ledger.Variant, len(variants))
 	for i, v := range variants {
@@ -223,7 +227,7 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, out chan
 				continue
 			}
 			select {
-			case out <- Task{Seq: sc.Seq, Conv: sc.Conv, Variants: pending}:
+			case out <- Task{Seq: sc.Seq, Conv: sc.Conv, Variants: pending, Retry: retry}:
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-opts.Stop:

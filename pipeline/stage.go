@@ -23,6 +23,11 @@ type Task struct {
 	Seq      int64 // the conversation's ingest position
 	Conv     *conv.Conversation
 	Variants []Variant
+	// Retry counts how many times `ac3 retry` re-queued this stage's failed
+	// work. A model-backed stage offsets its re-ask counter (llm.Request
+	// Reroll) by it, so a retried unit asks afresh instead of replaying the
+	// malformed answers the cache already holds.
+	Retry int
 }
 
 // Result is what a stage produced for one variant of a task.

@@ -126,6 +126,12 @@ func TestTasksRequeue(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("requeue = %d %v", n, err)
 	}
+	if g, err := l.RetryGeneration(ctx, "curate"); err != nil || g != 1 {
+		t.Fatalf("retry generation = %d %v", g, err)
+	}
+	if g, _ := l.RetryGeneration(ctx, "judge"); g != 0 {
+		t.Fatalf("retry generation of another stage = %d", g)
+	}
 	st, _ = l.Status(ctx)
 	if st.Stages[0].Failed != 0 || st.Stages[0].Pending != 1 {
 		t.Fatalf("after requeue = %+v", st.Stages)

@@ -243,5 +243,23 @@ func (l *Ledger) Requeue(ctx context.Context, stage string) (int64, error) {
 		return 0, fmt.Errorf("re-queueing failed tasks: %w", err)
 	}
 	n, _ := res.RowsAffected()
+	// Count the re-queue per stage so stages can ask models afresh (see
+	// RetryGeneration); stage "" bumps every stage that had failures.
+	if n > 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_meta (key, value) VALUES ('retry.' || ?, '1') ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`, stage); err != nil {
+			return 0, fmt.Errorf("counting the re-queue: %w", err)
+		}
+	}
 	return n, tx.Commit()
+}
+
+// RetryGeneration reports how many times failed work of stage was re-queued
+// (by a call for that stage or for all stages).
+func (l *Ledger) RetryGeneration(ctx context.Context, stage string) (int, error) {
+	var n int
+	err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(CAST(value AS INTEGER)), 0) FROM run_meta WHERE key IN ('retry.' || ?, 'retry.')`, stage).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("reading retry count of %s: %w", stage, err)
+	}
+	return n, nil
 }
