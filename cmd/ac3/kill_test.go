@@ -111,3 +111,60 @@ export:
 		}
 	}
 }
+
+// TestInterruptStopsCleanlyAndResumes sends one SIGINT to a running ingest:
+// the process must exit on its own with success, having committed what it
+// finished, and the same command must then complete the run.
+func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "chats.jsonl")
+	f, err := os.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.WriteWildChat(f, synth.Options{Seed: 3, Conversations: 5000, MaxTurns: 3}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db := filepath.Join(dir, "run.db")
+	cmd := exec.Command(os.Args[0], "ingest", "--db", db, in)
+	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the run file exists and some work is committed.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := os.Stat(db + "-wal"); err == nil && st.Size() > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("interrupted ingest exited with %v\n%s", err, out.String())
+	}
+	first := out.String()
+	if !bytes.Contains(out.Bytes(), []byte("stopping")) {
+		t.Logf("the ingest may have finished before the signal:\n%s", first)
+	}
+	out.Reset()
+	cmd = exec.Command(os.Args[0], "ingest", "--db", db, in)
+	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("resumed ingest: %v\n%s", err, out.String())
+	}
+	t.Logf("second run: %s", out.String())
+	st := mustRun(t, "status", "--db", db, "--json")
+	if !bytes.Contains([]byte(st), []byte(`"records": 5000`)) || !bytes.Contains([]byte(st), []byte(`"finished": true`)) {
+		t.Fatalf("after resume the input is not fully read:\n%s\nfirst run:\n%s\nsecond run:\n%s", st, first, out.String())
+	}
+}

@@ -53,7 +53,7 @@ const (
 	DefaultBatchLines = 256
 	// DefaultBatchBytes ends a batch early when its lines are long, so a
 	// few huge records do not make batches of hundreds of megabytes.
-	DefaultBatchBytes = 4 << 20
+	DefaultBatchBytes = 1 << 20
 )
 
 // WithText makes Run open each input with detect.OpenText(ctx, path, o) and

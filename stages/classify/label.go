@@ -1,0 +1,111 @@
+package classify
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// StageName is the stage's name in unit keys, status and exports.
+const StageName = "classify"
+
+// The turn types.
+const (
+	NewAsk     = "new_ask"
+	Feedback   = "feedback"
+	NoFeedback = "no_feedback"
+)
+
+// Types lists the turn types in report order.
+func Types() []string { return []string{NewAsk, Feedback, NoFeedback} }
+
+// Label is the stored output of one classify unit (one user turn t >= 2).
+type Label struct {
+	Type       string   `json:"type"`
+	Confidence float64  `json:"confidence"`
+	Reason     string   `json:"reason"`
+	Refs       []string `json:"refs"` // [] when self-contained, never null
+	Annotator  string   `json:"annotator"`
+}
+
+// Encode returns the stored form of l.
+func (l Label) Encode() ([]byte, error) {
+	if l.Refs == nil {
+		l.Refs = []string{}
+	}
+	return json.Marshal(l)
+}
+
+// Decode reads a stored classify unit output.
+func Decode(b []byte) (Label, error) {
+	var l Label
+	if err := json.Unmarshal(b, &l); err != nil {
+		return l, fmt.Errorf("decoding classify label: %w", err)
+	}
+	if !validType(l.Type) {
+		return l, fmt.Errorf("decoding classify label: unknown type %q", l.Type)
+	}
+	return l, nil
+}
+
+func validType(s string) bool { return s == NewAsk || s == Feedback || s == NoFeedback }
+
+// Field describes one exported column.
+type Field struct {
+	Name, Type, Doc string
+}
+
+// Fields describes the columns an export of classify units carries beside
+// conversation_id, turn and variant.
+func Fields() []Field {
+	return []Field{
+		{"type", "string", "new_ask | feedback | no_feedback"},
+		{"confidence", "float64", "the annotator's confidence, 0..1"},
+		{"reason", "string", "one line on why"},
+		{"refs", "list<string>", `earlier turns the message depends on, as distances back: "1a" = a_{t-1}, "2u" = u_{t-2}; empty = self-contained`},
+		{"annotator", "string", `"llm:<model>" or "heuristic"`},
+	}
+}
+
+// ParseRef splits a reference such as "3u" into its distance and side
+// ('u' or 'a'). It reports false for anything else.
+func ParseRef(s string) (dist int, side byte, ok bool) {
+	if len(s) < 2 {
+		return 0, 0, false
+	}
+	side = s[len(s)-1]
+	if side != 'u' && side != 'a' {
+		return 0, 0, false
+	}
+	n, err := strconv.Atoi(s[:len(s)-1])
+	if err != nil || n < 1 || strings.HasPrefix(s, "+") {
+		return 0, 0, false
+	}
+	return n, side, true
+}
+
+// checkRefs normalises refs for turn t: lower-cases, drops duplicates, and
+// rejects references that do not exist (further back than turn 1).
+func checkRefs(refs []string, t int) ([]string, error) {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, r := range refs {
+		r = strings.ToLower(strings.TrimSpace(r))
+		if r == "0" || r == "" {
+			continue // "0" is how some annotators say self-contained
+		}
+		d, _, ok := ParseRef(r)
+		if !ok {
+			return nil, fmt.Errorf("reference %q: want a distance and u or a, e.g. 1a", r)
+		}
+		if d > t-1 {
+			return nil, fmt.Errorf("reference %q: turn %d has only %d earlier rounds", r, t, t-1)
+		}
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
