@@ -1,0 +1,282 @@
+package respond
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/stages/curate"
+)
+
+// StageName is the respond stage's name in unit keys, status and reports.
+const StageName = "respond"
+
+// DefaultRole is the role that answers when no respondent is configured.
+const DefaultRole = "respondent"
+
+// version is bumped when what a unit stores or how it is produced changes.
+const version = "respond/v1"
+
+// UnitReader reads stored units of earlier stages; *ledger.Ledger
+// satisfies it.
+type UnitReader interface {
+	ConversationUnits(ctx context.Context, stage, convID string, turn int) ([]ledger.Unit, error)
+}
+
+// Respondent is one role that writes answers. Label, when set, names its
+// variants strategy@Label so several respondents can run side by side;
+// Settings describes the model and sampling parameters bound to the role
+// (cmd fills it) so that changing them makes the work pending again.
+type Respondent struct {
+	Role     string
+	Label    string
+	Settings string
+}
+
+// Options configure the stage.
+type Options struct {
+	// Strategies are the curate variants to answer from.
+	Strategies []string
+	// CurateVersions gives, per strategy, the curate version to read (the
+	// curate stage's current plan); a strategy without one is an error.
+	CurateVersions map[string]string
+	Respondents    []Respondent // default: one, DefaultRole, no label
+	Samples        int          // answers per context; default 1
+	// Parallel bounds the calls one conversation has in flight; the
+	// endpoint's own limits still apply on top. Default 4.
+	Parallel int
+	// Retries is how many times an empty answer is asked again; default 2.
+	Retries int
+}
+
+// Stage is the respond pipeline stage.
+type Stage struct {
+	client   *llm.Client
+	units    UnitReader
+	opts     Options
+	variants []pipeline.Variant
+	byName   map[string]variantInfo
+}
+
+type variantInfo struct {
+	strategy   string
+	curateVer  string
+	respondent Respondent
+}
+
+// VariantName is the variant of strategy answered by a respondent labelled
+// label: the strategy itself when label is empty, else strategy@label.
+func VariantName(strategy, label string) string {
+	if label == "" {
+		return strategy
+	}
+	return strategy + "@" + label
+}
+
+// New returns the stage. It fails when a strategy has no curate version.
+func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
+	if opts.Samples <= 0 {
+		opts.Samples = 1
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 4
+	}
+	if opts.Retries < 0 {
+		opts.Retries = 0
+	} else if opts.Retries == 0 {
+		opts.Retries = 2
+	}
+	if len(opts.Respondents) == 0 {
+		opts.Respondents = []Respondent{{Role: DefaultRole}}
+	}
+	if len(opts.Strategies) == 0 {
+		return nil, errors.New("building respond stage: no strategies")
+	}
+	s := &Stage{client: client, units: units, opts: opts, byName: map[string]variantInfo{}}
+	for _, r := range opts.Respondents {
+		if r.Role == "" {
+			r.Role = DefaultRole
+		}
+		for _, st := range opts.Strategies {
+			cv, ok := opts.CurateVersions[st]
+			if !ok {
+				return nil, fmt.Errorf("building respond stage: strategy %q has not been curated in this run (run curate with it first)", st)
+			}
+			name := VariantName(st, r.Label)
+			if _, dup := s.byName[name]; dup {
+				return nil, fmt.Errorf("building respond stage: variant %q appears twice (give respondents distinct labels)", name)
+			}
+			s.byName[name] = variantInfo{strategy: st, curateVer: cv, respondent: r}
+			s.variants = append(s.variants, pipeline.Variant{
+				Name:    name,
+				Version: fmt.Sprintf("%s;curate=%s;role=%s;model=%s;samples=%d", version, cv, r.Role, r.Settings, opts.Samples),
+			})
+		}
+	}
+	return s, nil
+}
+
+// Name implements pipeline.Stage.
+func (s *Stage) Name() string { return StageName }
+
+// Variants implements pipeline.Stage.
+func (s *Stage) Variants() []pipeline.Variant { return s.variants }
+
+// job is one sample of one unit.
+type job struct {
+	unit   int
+	sample int
+	msgs   []conv.Message
+}
+
+type unitState struct {
+	variant pipeline.Variant
+	info    variantInfo
+	turn    int
+	out     Output
+	failed  string
+	raw     string
+	tokens  int64
+}
+
+// Process implements pipeline.Stage. It answers every done curate unit of
+// the task's variants; a curate unit that is missing or failed gives no
+// respond unit. A rejected request (400) or an answer that stays empty fails
+// its unit with the error and raw text kept; endpoint errors that would fail
+// every unit (bad key, budget reached, cancellation) are returned.
+func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
+	stored, err := s.units.ConversationUnits(ctx, curate.StageName, t.Conv.ID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading curated contexts of %s: %w", t.Conv.ID, err)
+	}
+	var states []*unitState
+	var jobs []job
+	results := make([]pipeline.Result, 0, len(t.Variants))
+	firstOf := make([]int, 0, len(t.Variants)) // first state of each result
+	for _, v := range t.Variants {
+		info, ok := s.byName[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("answering %s: no variant %q", t.Conv.ID, v.Name)
+		}
+		results = append(results, pipeline.Result{Variant: v})
+		firstOf = append(firstOf, len(states))
+		for _, u := range stored {
+			if u.Variant != info.strategy || u.Version != info.curateVer || u.Status != ledger.Done {
+				continue
+			}
+			x, err := curate.DecodeContext(u.Output)
+			if err != nil {
+				return nil, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
+			}
+			msgs := x.Materialize(t.Conv)
+			st := &unitState{variant: v, info: info, turn: u.Turn, out: Output{
+				Strategy: info.strategy, Respondent: info.respondent.Role, ContextTokens: x.Tokens,
+				Samples: make([]Sample, s.opts.Samples),
+			}}
+			for i := range s.opts.Samples {
+				jobs = append(jobs, job{unit: len(states), sample: i, msgs: msgs})
+			}
+			states = append(states, st)
+		}
+	}
+	type answer struct {
+		resp llm.Response
+		err  error
+	}
+	answers := make([]answer, len(jobs))
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(s.opts.Parallel)
+	for k, j := range jobs {
+		p.Go(func(ctx context.Context) error {
+			st := states[j.unit]
+			resp, err := s.ask(ctx, st.info.respondent.Role, j, t.Retry)
+			if err != nil && !unitError(err) {
+				return err
+			}
+			answers[k] = answer{resp, err}
+			return nil
+		})
+	}
+	if err := p.Wait(); err != nil {
+		return nil, fmt.Errorf("answering %s: %w", t.Conv.ID, err)
+	}
+	for k, j := range jobs {
+		st, a := states[j.unit], answers[k]
+		smp := Sample{Index: j.sample}
+		if a.err != nil {
+			if st.failed == "" {
+				st.failed = fmt.Sprintf("sample %d: %v", j.sample, a.err)
+				st.raw = rawOf(a.err)
+			}
+		} else {
+			smp.Text, smp.Reasoning, smp.FinishReason = a.resp.Text, a.resp.Reasoning, a.resp.FinishReason
+			smp.PromptTokens, smp.CompletionTokens = a.resp.Usage.Prompt, a.resp.Usage.Completion
+			st.tokens += int64(a.resp.Usage.Completion)
+			if st.out.Model == "" || j.sample == 0 {
+				st.out.Model = a.resp.Model
+			}
+		}
+		st.out.Samples[j.sample] = smp
+	}
+	for ri := range results {
+		end := len(states)
+		if ri+1 < len(firstOf) {
+			end = firstOf[ri+1]
+		}
+		for _, st := range states[firstOf[ri]:end] {
+			b, err := json.Marshal(st.out)
+			if err != nil {
+				return nil, fmt.Errorf("encoding answer of %s turn %d: %w", t.Conv.ID, st.turn, err)
+			}
+			u := pipeline.Unit{Turn: st.turn, Output: b, Tokens: st.tokens, Attempts: 1}
+			if st.failed != "" {
+				u.Failed, u.Error, u.Raw = true, st.failed, st.raw
+			}
+			results[ri].Units = append(results[ri].Units, u)
+		}
+	}
+	return results, nil
+}
+
+// ask asks for one sample; an answer that is empty after its reasoning is
+// removed is asked again as a fresh draw.
+func (s *Stage) ask(ctx context.Context, role string, j job, retry int) (llm.Response, error) {
+	req := llm.Request{Role: role, Stage: StageName, Messages: j.msgs, SampleIndex: j.sample, Reroll: retry * (s.opts.Retries + 1)}
+	_, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, func(r llm.Response) (struct{}, error) {
+		if strings.TrimSpace(r.Text) == "" {
+			return struct{}{}, errors.New("empty answer")
+		}
+		return struct{}{}, nil
+	})
+	return resp, err
+}
+
+// unitError reports whether err fails only its unit: a malformed (here:
+// empty) answer after retries, or a request the endpoint rejected.
+func unitError(err error) bool {
+	var pe *llm.ParseError
+	if errors.As(err, &pe) {
+		return true
+	}
+	var ce *llm.CallError
+	return errors.As(err, &ce) && !llm.IsFatal(err)
+}
+
+func rawOf(err error) string {
+	var pe *llm.ParseError
+	if errors.As(err, &pe) {
+		return pe.Raw
+	}
+	var ce *llm.CallError
+	if errors.As(err, &ce) {
+		return ce.Raw
+	}
+	return ""
+}
