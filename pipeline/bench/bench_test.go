@@ -164,7 +164,7 @@ func BenchmarkIngest(b *testing.B) {
 			}
 			m, err := bestOf(runs, func() error {
 				var err error
-				st, err = convertFile(ctx, in.Path, out, tc.filter, tc.codec)
+				st, err = convertFile(ctx, in.Path, out, tc.filter, parquetio.WriterOptions{Compression: tc.codec})
 				return err
 			})
 			if err != nil {
@@ -211,9 +211,9 @@ func opener(d detect.Options) ingest.Opener {
 }
 
 // convertFile is `ac3 convert --out out path` with the filters fo, through
-// the parallel text path, writing Parquet with codec. An empty out writes
+// the parallel text path, writing Parquet with wo. An empty out writes
 // nothing, to time reading alone.
-func convertFile(ctx context.Context, path, out string, fo filter.Options, codec parquetio.Compression) (convert.Stats, error) {
+func convertFile(ctx context.Context, path, out string, fo filter.Options, wo parquetio.WriterOptions) (convert.Stats, error) {
 	f, err := filter.New(fo)
 	if err != nil {
 		return convert.Stats{}, err
@@ -225,7 +225,7 @@ func convertFile(ctx context.Context, path, out string, fo filter.Options, codec
 	if out == "" {
 		return convert.Run(ctx, []string{path}, opener(detect.Options{}), keep, discard{}, nil, convert.WithText(detect.Options{}))
 	}
-	w, err := parquetio.Create(out, parquetio.WriterOptions{Compression: codec})
+	w, err := parquetio.Create(out, wo)
 	if err != nil {
 		return convert.Stats{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -26,6 +27,8 @@ const (
 	childEnv = "AC3_BENCH_CHILD"
 	childIn  = "AC3_BENCH_IN"
 	childOut = "AC3_BENCH_OUT"
+	// childRowGroupMB sets the Parquet row group cap of a convert child.
+	childRowGroupMB = "AC3_BENCH_ROW_GROUP_MB"
 )
 
 // child runs one job in a fresh process and prints its counts as JSON.
@@ -33,7 +36,11 @@ func child(mode string) int {
 	ctx := context.Background()
 	switch mode {
 	case "convert":
-		st, err := convertFile(ctx, os.Getenv(childIn), os.Getenv(childOut), filter.Options{}, parquetio.Zstd)
+		wo := parquetio.WriterOptions{}
+		if n, err := strconv.Atoi(os.Getenv(childRowGroupMB)); err == nil {
+			wo.RowGroupBytes = int64(n) << 20
+		}
+		st, err := convertFile(ctx, os.Getenv(childIn), os.Getenv(childOut), filter.Options{}, wo)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

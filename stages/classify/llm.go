@@ -144,8 +144,6 @@ type LLM struct {
 	Role     string // default DefaultRole
 	Retries  int    // fresh draws after a malformed answer; default DefaultRetries
 	MaxChars int    // per-message clip; default DefaultMaxChars
-	// OnResponse, when set, sees every answer (for cost meters).
-	OnResponse func(llm.Response)
 
 	tmpl *prompt.Template
 }
@@ -197,9 +195,6 @@ func (a *LLM) Unit(ctx context.Context, c *conv.Conversation, t int) (pipeline.U
 	}
 	req := llm.Request{Role: a.Role, Stage: StageName, Messages: msgs, CompletionEstimate: 160}
 	lab, resp, err := llm.CallParsed(ctx, a.Client, req, a.Retries, parser(tg, t))
-	if a.OnResponse != nil && (err == nil || resp.Key != "") {
-		a.OnResponse(resp)
-	}
 	if err != nil {
 		if u, ok := FailedUnit(t, err); ok {
 			return u, nil

@@ -1,0 +1,299 @@
+package judge
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/ac3/ac3/judge/stats"
+	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/llm/parse"
+	"github.com/ac3/ac3/pipeline/prompt"
+	"github.com/ac3/ac3/stages/respond"
+)
+
+// StageName is the judge stage's name in unit keys, status and reports.
+const StageName = "judge"
+
+// DefaultRole is the role that judges.
+const DefaultRole = "judge"
+
+// version is bumped when what a unit stores or how it is produced changes.
+const version = "judge/v1"
+
+// The judge context variants.
+const (
+	ContextFull        = "full"
+	ContextUserOnly    = "user_only"
+	ContextFinalAnswer = "final_answer_only"
+)
+
+// The order modes.
+const (
+	OrderRandom = "random"
+	OrderBoth   = "both"
+)
+
+//go:embed prompts/pairwise.tmpl
+var pairwiseText []byte
+
+// Template returns the pairwise judge prompt.
+func Template() *prompt.Template { return prompt.MustParse("pairwise", pairwiseText) }
+
+// Pair is two respond variants compared against each other.
+type Pair struct{ A, B string }
+
+// String renders the pair as written in configs: "A:B".
+func (p Pair) String() string { return p.A + ":" + p.B }
+
+// ParsePair reads "A:B".
+func ParsePair(s string) (Pair, error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), ":")
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	if !ok || a == "" || b == "" || strings.Contains(b, ":") {
+		return Pair{}, fmt.Errorf("parsing pair %q: want two strategies as A:B, e.g. gated-reset:ao", s)
+	}
+	if a == b {
+		return Pair{}, fmt.Errorf("parsing pair %q: a strategy against itself", s)
+	}
+	return Pair{a, b}, nil
+}
+
+// VariantName is the stage variant of a pair judged with context cx.
+func VariantName(p Pair, cx string) string {
+	if cx == "" || cx == ContextFull {
+		return p.String()
+	}
+	return p.String() + "/" + cx
+}
+
+// UnitReader reads stored units of earlier stages; *ledger.Ledger
+// satisfies it.
+type UnitReader interface {
+	ConversationUnits(ctx context.Context, stage, convID string, turn int) ([]ledger.Unit, error)
+}
+
+// Options configure the stage.
+type Options struct {
+	Pairs   []Pair
+	Context string // full (default) | user_only | final_answer_only
+	Order   string // both (default) | random
+	Seed    int64  // the run seed; random orders are drawn from it
+	// RespondVersions gives, per respond variant, the version to read (the
+	// respond stage's current plan).
+	RespondVersions map[string]string
+	Role            string // default DefaultRole
+	// Settings describes the judge's model and parameters (cmd fills it);
+	// it is part of the unit version.
+	Settings string
+	Parallel int // calls one conversation has in flight; default 4
+	Retries  int // re-asks after a malformed verdict; default 2
+}
+
+// Stage is the judge pipeline stage.
+type Stage struct {
+	client   *llm.Client
+	units    UnitReader
+	opts     Options
+	tmpl     *prompt.Template
+	variants []pipeline.Variant
+	pairs    map[string]Pair
+}
+
+// New returns the stage. It checks the settings and that both sides of
+// every pair have been answered in this run.
+func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
+	if opts.Context == "" {
+		opts.Context = ContextFull
+	}
+	if opts.Order == "" {
+		opts.Order = OrderBoth
+	}
+	if opts.Role == "" {
+		opts.Role = DefaultRole
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 4
+	}
+	if opts.Retries == 0 {
+		opts.Retries = 2
+	}
+	switch opts.Context {
+	case ContextFull, ContextUserOnly, ContextFinalAnswer:
+	default:
+		return nil, fmt.Errorf("building judge stage: context %q is not one of full, user_only, final_answer_only", opts.Context)
+	}
+	switch opts.Order {
+	case OrderRandom, OrderBoth:
+	default:
+		return nil, fmt.Errorf("building judge stage: order %q is not one of random, both", opts.Order)
+	}
+	if len(opts.Pairs) == 0 {
+		return nil, errors.New("building judge stage: no pairs")
+	}
+	s := &Stage{client: client, units: units, opts: opts, tmpl: Template(), pairs: map[string]Pair{}}
+	for _, p := range opts.Pairs {
+		va, oka := opts.RespondVersions[p.A]
+		vb, okb := opts.RespondVersions[p.B]
+		switch {
+		case !oka:
+			return nil, fmt.Errorf("building judge stage: pair %s: %q has no answers in this run (add it to respond)", p, p.A)
+		case !okb:
+			return nil, fmt.Errorf("building judge stage: pair %s: %q has no answers in this run (add it to respond)", p, p.B)
+		}
+		name := VariantName(p, opts.Context)
+		if _, dup := s.pairs[name]; dup {
+			return nil, fmt.Errorf("building judge stage: pair %s appears twice", p)
+		}
+		s.pairs[name] = p
+		ver := fmt.Sprintf("%s;prompt=%s;context=%s;order=%s", version, s.tmpl.Version(), opts.Context, opts.Order)
+		if opts.Order == OrderRandom {
+			ver += fmt.Sprintf(";seed=%d", opts.Seed)
+		}
+		ver += fmt.Sprintf(";a=%s;b=%s;role=%s;model=%s", va, vb, opts.Role, opts.Settings)
+		s.variants = append(s.variants, pipeline.Variant{Name: name, Version: ver})
+	}
+	return s, nil
+}
+
+// Name implements pipeline.Stage.
+func (s *Stage) Name() string { return StageName }
+
+// Variants implements pipeline.Stage.
+func (s *Stage) Variants() []pipeline.Variant { return s.variants }
+
+// FirstShown draws which strategy is shown first under order random: a
+// hash of the seed, the conversation, the turn, the pair and the sample, so
+// the draw is reproducible and independent between calls.
+func FirstShown(seed int64, convID string, turn int, pair string, sample int) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s\x00%d\x00%s\x00%d", seed, convID, turn, pair, sample)
+	if h.Sum64()>>63 == 0 {
+		return "A"
+	}
+	return "B"
+}
+
+// unitState collects one judge unit.
+type unitState struct {
+	turn   int
+	out    Output
+	failed string
+	raw    string
+	tokens int64
+}
+
+// callJob is one judge call.
+type callJob struct {
+	unit, comp, call int
+	msgs             []conv.Message
+	tagger           parse.Tagger
+}
+
+// Process implements pipeline.Stage. Each turn where both strategies of a
+// pair have answers becomes one unit with a comparison per sample index
+// both have. A verdict still malformed after retries, or a rejected
+// request, fails its unit with the raw answer kept; errors that would fail
+// every unit are returned.
+func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
+	stored, err := s.units.ConversationUnits(ctx, respond.StageName, t.Conv.ID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading answers of %s: %w", t.Conv.ID, err)
+	}
+	answers := map[string]map[int]respond.Output{} // respond variant → turn → output
+	for _, u := range stored {
+		if u.Status != ledger.Done || s.opts.RespondVersions[u.Variant] != u.Version {
+			continue
+		}
+		o, err := respond.Decode(u.Output)
+		if err != nil {
+			return nil, fmt.Errorf("reading answer %s: %w", u.Key, err)
+		}
+		if answers[u.Variant] == nil {
+			answers[u.Variant] = map[int]respond.Output{}
+		}
+		answers[u.Variant][u.Turn] = o
+	}
+	results := make([]pipeline.Result, len(t.Variants))
+	var states [][]*unitState
+	var jobs []callJob
+	for vi, v := range t.Variants {
+		p, ok := s.pairs[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("judging %s: no variant %q", t.Conv.ID, v.Name)
+		}
+		results[vi].Variant = v
+		var vs []*unitState
+		for _, tr := range t.Conv.Turns() {
+			oa, oka := answers[p.A][tr.Index]
+			ob, okb := answers[p.B][tr.Index]
+			if !oka || !okb {
+				continue
+			}
+			st := &unitState{turn: tr.Index, out: Output{
+				Pair: p.String(), A: p.A, B: p.B, Context: s.opts.Context, Order: s.opts.Order, Seed: s.opts.Seed, Prompt: s.tmpl.Version(),
+			}}
+			history := s.history(t.Conv, tr.Index)
+			for _, sa := range oa.Samples {
+				sb, ok := ob.Sample(sa.Index)
+				if !ok || strings.TrimSpace(sa.Text) == "" || strings.TrimSpace(sb.Text) == "" {
+					continue
+				}
+				cmp := Comparison{Sample: sa.Index, Outcome: map[string]string{}}
+				if strings.TrimSpace(sa.Text) == strings.TrimSpace(sb.Text) {
+					cmp.Identical = true
+					for _, d := range Dimensions() {
+						cmp.Outcome[d] = stats.Tie.String()
+					}
+					st.out.Comparisons = append(st.out.Comparisons, cmp)
+					continue
+				}
+				firsts := []string{"A", "B"}
+				if s.opts.Order == OrderRandom {
+					firsts = []string{FirstShown(s.opts.Seed, t.Conv.ID, tr.Index, v.Name, sa.Index)}
+				}
+				ci := len(st.out.Comparisons)
+				for k, first := range firsts {
+					one, two := s.candidate(sa), s.candidate(sb)
+					if first == "B" {
+						one, two = two, one
+					}
+					msgs, tg, err := s.render(history, one, two)
+					if err != nil {
+						return nil, err
+					}
+					cmp.Calls = append(cmp.Calls, Call{First: first})
+					jobs = append(jobs, callJob{unit: len(vs), comp: ci, call: k, msgs: msgs, tagger: tg})
+				}
+				st.out.Comparisons = append(st.out.Comparisons, cmp)
+			}
+			if len(st.out.Comparisons) > 0 {
+				vs = append(vs, st)
+			}
+		}
+		states = append(states, vs)
+		for k := range jobs {
+			if jobs[k].unit >= 0 && len(states) == vi+1 {
+				continue
+			}
+		}
+		// Jobs of this variant point at units of this variant; tag them.
+		for k := len(jobs) - 1; k >= 0 && jobs[k].unit >= 0 && jobs[k].unit < 1<<20; k-- {
+			if jobs[k].unit&variantBit != 0 {
+				break
+			}
+			jobs[k].unit |= variantBit * 0 // placeholder, replaced below
+		}
+		_ = vi
+	}
+	return s.finish(ctx, t, results, states, jobs)
+}

@@ -1,0 +1,376 @@
+package analyze
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/llm/parse"
+	"github.com/ac3/ac3/pipeline/prompt"
+)
+
+//go:embed prompts/*.tmpl
+var promptFiles embed.FS
+
+// None is what the issues field holds when the evaluation found nothing
+// wrong. Operators that remove content (reset, rewrite) act only when the
+// issues are something else.
+const None = "None"
+
+// DefaultRole is the model role the analyzer's calls use.
+const DefaultRole = "analyzer"
+
+// DefaultRetries is how many times a malformed answer is asked again.
+const DefaultRetries = 2
+
+// Ablation names a deliberately weakened analyzer, for reproducing the
+// paper's ablations. The zero value is the real analyzer.
+type Ablation string
+
+const (
+	// NoAblation is the AC3 analyzer as designed: step 1 sees U_t only.
+	NoAblation Ablation = ""
+	// AblationContagiousExtractor lets step 1 see the whole conversation,
+	// assistant turns included (told only to base the specification on the
+	// user's messages), so the contagion result can be reproduced.
+	AblationContagiousExtractor Ablation = "contagious-extractor"
+	// AblationSinglePass also merges the two steps into one call over the
+	// whole conversation.
+	AblationSinglePass Ablation = "single-pass"
+)
+
+// Ablations lists the valid non-default ablations.
+func Ablations() []Ablation { return []Ablation{AblationContagiousExtractor, AblationSinglePass} }
+
+// ParseAblation maps a name ("" or "none" for the real analyzer) to an
+// Ablation.
+func ParseAblation(s string) (Ablation, error) {
+	switch a := Ablation(strings.TrimSpace(s)); a {
+	case "", "none":
+		return NoAblation, nil
+	case AblationContagiousExtractor, AblationSinglePass:
+		return a, nil
+	}
+	return "", fmt.Errorf("parsing ablation %q: valid: none, %s, %s", s, AblationContagiousExtractor, AblationSinglePass)
+}
+
+// Label is how the ablation is shown in variant versions and outputs:
+// "" for none, else "ABLATION:<name>".
+func (a Ablation) Label() string {
+	if a == NoAblation {
+		return ""
+	}
+	return "ABLATION:" + string(a)
+}
+
+// Analysis is the result of the two steps for one turn.
+type Analysis struct {
+	// Spec is the consolidated task specification (step 1).
+	Spec string `json:"spec"`
+	// Aligned is what the assistant did that fits Spec (step 2).
+	Aligned string `json:"aligned"`
+	// Issues is what contradicts Spec or rests on unfounded assumptions, or
+	// None.
+	Issues string `json:"issues"`
+	// Ablation is set ("ABLATION:…") when a weakened analyzer produced it.
+	Ablation string `json:"ablation,omitempty"`
+}
+
+// HasIssues reports whether Issues names a problem. "None" in any case,
+// with surrounding punctuation or markup, and an empty section both mean no
+// issues: a model that writes "**None.**" has said the same thing.
+func (a Analysis) HasIssues() bool { return !isNone(a.Issues) }
+
+func isNone(s string) bool {
+	s = strings.Trim(strings.TrimSpace(s), " \t\n*_`.!-:\"'")
+	return s == "" || strings.EqualFold(s, None)
+}
+
+// Usage is what a group of calls took. Cached calls were answered from the
+// run's cache and cost nothing.
+type Usage struct {
+	Calls            int     `json:"calls"`
+	Cached           int     `json:"cached,omitempty"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Add adds v to u.
+func (u *Usage) Add(v Usage) {
+	u.Calls += v.Calls
+	u.Cached += v.Cached
+	u.PromptTokens += v.PromptTokens
+	u.CompletionTokens += v.CompletionTokens
+	u.CostUSD += v.CostUSD
+}
+
+func (u *Usage) addResponse(r llm.Response) {
+	u.Calls++
+	if r.FromCache {
+		u.Cached++
+	}
+	u.PromptTokens += r.Usage.Prompt
+	u.CompletionTokens += r.Usage.Completion
+	u.CostUSD += r.CostUSD
+}
+
+// Options configure an Analyzer. The zero value gives the defaults.
+type Options struct {
+	// Role is the model role of every call (default DefaultRole).
+	Role string
+	// Retries is how many more times a malformed answer is asked for
+	// (default DefaultRetries; negative means none).
+	Retries int
+	// Ablation selects a weakened analyzer; see Ablation.
+	Ablation Ablation
+}
+
+// Analyzer runs the AC3 analysis and the other AC3 model calls through one
+// client. It is safe for concurrent use.
+type Analyzer struct {
+	client *llm.Client
+	opts   Options
+	p      prompts
+}
+
+type prompts struct {
+	spec, specContagious, evaluate, single, rewrite, summary, reflect, unify *prompt.Template
+}
+
+func loadPrompts() (prompts, error) {
+	var p prompts
+	for name, dst := range map[string]**prompt.Template{
+		"spec": &p.spec, "spec_contagious": &p.specContagious, "evaluate": &p.evaluate, "single_pass": &p.single,
+		"rewrite": &p.rewrite, "summary": &p.summary, "reflect": &p.reflect, "unify": &p.unify,
+	} {
+		b, err := promptFiles.ReadFile("prompts/" + name + ".tmpl")
+		if err != nil {
+			return p, fmt.Errorf("loading prompt %s: %w", name, err)
+		}
+		t, err := prompt.Parse(name, b)
+		if err != nil {
+			return p, err
+		}
+		*dst = t
+	}
+	return p, nil
+}
+
+// New returns an analyzer calling client. client may be nil for an analyzer
+// that only reports versions and renders prompts (dry runs, tests); its calls
+// then fail.
+func New(client *llm.Client, opts Options) (*Analyzer, error) {
+	if opts.Role == "" {
+		opts.Role = DefaultRole
+	}
+	if opts.Retries == 0 {
+		opts.Retries = DefaultRetries
+	} else if opts.Retries < 0 {
+		opts.Retries = 0
+	}
+	if _, err := ParseAblation(string(opts.Ablation)); err != nil {
+		return nil, err
+	}
+	p, err := loadPrompts()
+	if err != nil {
+		return nil, err
+	}
+	return &Analyzer{client: client, opts: opts, p: p}, nil
+}
+
+// Ablation returns the analyzer's ablation (NoAblation normally).
+func (a *Analyzer) Ablation() Ablation { return a.opts.Ablation }
+
+// Version identifies everything that changes an analysis: the prompts of
+// the steps in use, the role and the ablation, which is spelled out so that
+// no ablated result can pass for the real analyzer's.
+func (a *Analyzer) Version() string {
+	var parts []string
+	switch a.opts.Ablation {
+	case AblationContagiousExtractor:
+		parts = []string{a.p.specContagious.Version(), a.p.evaluate.Version()}
+	case AblationSinglePass:
+		parts = []string{a.p.single.Version()}
+	default:
+		parts = []string{a.p.spec.Version(), a.p.evaluate.Version()}
+	}
+	v := "analyzer(" + strings.Join(parts, ",") + ";role=" + a.opts.Role + ")"
+	if l := a.opts.Ablation.Label(); l != "" {
+		v = l + ";" + v
+	}
+	return v
+}
+
+// RewriteVersion is the version of the rewrite prompt.
+func (a *Analyzer) RewriteVersion() string { return a.p.rewrite.Version() }
+
+// SummaryVersion is the version of the summary prompt and role.
+func (a *Analyzer) SummaryVersion() string { return a.p.summary.Version() + ";role=" + a.opts.Role }
+
+// MemoryVersion is the version of the reflection and unify prompts.
+func (a *Analyzer) MemoryVersion() string { return a.p.reflect.Version() + "," + a.p.unify.Version() }
+
+// Failure reports whether err means "this unit failed" (a malformed answer
+// after every retry, or a request the endpoint rejected) rather than "stop
+// the run", and returns the raw answer to keep when there is one.
+func Failure(err error) (raw string, ok bool) {
+	var pe *llm.ParseError
+	if errors.As(err, &pe) {
+		return pe.Raw, true
+	}
+	var ce *llm.CallError
+	if errors.As(err, &ce) {
+		return ce.Raw, true
+	}
+	return "", false
+}
+
+// call renders tmpl with data, sends it and reads the required tagged
+// sections. The usage of every attempt, retries included, goes into u.
+func (a *Analyzer) call(ctx context.Context, stage string, tmpl *prompt.Template, data any, tg parse.Tagger, reroll int, u *Usage, sections ...string) (map[string]string, error) {
+	if a.client == nil {
+		return nil, errors.New("calling the analyzer: no model client")
+	}
+	msgs, err := tmpl.Render(data)
+	if err != nil {
+		return nil, err
+	}
+	req := llm.Request{Role: a.opts.Role, Stage: stage, Messages: msgs, Reroll: reroll}
+	out, _, err := llm.CallParsed(ctx, a.client, req, a.opts.Retries, func(r llm.Response) (map[string]string, error) {
+		u.addResponse(r)
+		return tg.Parse(r.Text, sections)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("calling %s: %w", tmpl.Name(), err)
+	}
+	return out, nil
+}
+
+// Specify is step 1: the consolidated task specification from U_t. It takes
+// a conv.UserView, which holds the system message and user messages only, so
+// no assistant or tool text can reach this call. reroll offsets the re-ask
+// counter (see pipeline.Task.Retry).
+func (a *Analyzer) Specify(ctx context.Context, u conv.UserView, reroll int) (string, Usage, error) {
+	var use Usage
+	users := u.Users()
+	tg := parse.NewTagger(append([]string{u.System()}, users...)...)
+	data := struct {
+		System string
+		Users  []string
+		T      parse.Tagger
+	}{u.System(), users, tg}
+	out, err := a.call(ctx, "analyze", a.p.spec, data, tg, reroll, &use, "spec")
+	if err != nil {
+		return "", use, fmt.Errorf("extracting the specification: %w", err)
+	}
+	return out["spec"], use, nil
+}
+
+// specifyContagious is the ablated step 1 that sees all of C_t. It exists
+// only behind AblationContagiousExtractor.
+func (a *Analyzer) specifyContagious(ctx context.Context, ct []conv.Message, reroll int) (string, Usage, error) {
+	var use Usage
+	tr := Transcript(ct)
+	tg := parse.NewTagger(tr)
+	data := struct {
+		Transcript string
+		T          parse.Tagger
+	}{tr, tg}
+	out, err := a.call(ctx, "analyze", a.p.specContagious, data, tg, reroll, &use, "spec")
+	if err != nil {
+		return "", use, fmt.Errorf("extracting the specification (ablation): %w", err)
+	}
+	return out["spec"], use, nil
+}
+
+// Evaluate is step 2: what in C_t fits spec (aligned) and what does not
+// (issues, or None). cheatsheet is the memory's text, "" when memory is off.
+func (a *Analyzer) Evaluate(ctx context.Context, spec string, ct []conv.Message, cheatsheet string, reroll int) (aligned, issues string, use Usage, err error) {
+	tr := Transcript(ct)
+	tg := parse.NewTagger(spec, tr, cheatsheet)
+	data := struct {
+		Spec, Transcript, Cheatsheet string
+		T                            parse.Tagger
+	}{spec, tr, cheatsheet, tg}
+	out, err := a.call(ctx, "analyze", a.p.evaluate, data, tg, reroll, &use, "aligned", "issues")
+	if err != nil {
+		return "", "", use, fmt.Errorf("evaluating the approach: %w", err)
+	}
+	return out["aligned"], normalizeIssues(out["issues"]), use, nil
+}
+
+// normalizeIssues writes every way of saying "nothing" as None, so stored
+// analyses and reports agree.
+func normalizeIssues(s string) string {
+	if isNone(s) {
+		return None
+	}
+	return s
+}
+
+// Analyze runs the analysis of turn t of c: both steps (or the ablated
+// variant the analyzer was built with). It returns the usage of every call,
+// including the failed attempts, also when it fails.
+func (a *Analyzer) Analyze(ctx context.Context, c *conv.Conversation, t int, cheatsheet string, reroll int) (Analysis, Usage, error) {
+	var use Usage
+	ct, ok := c.ContextBefore(t)
+	if !ok {
+		return Analysis{}, use, fmt.Errorf("analyzing turn %d of %s: the conversation has %d user turns", t, c.ID, c.UserTurns())
+	}
+	an := Analysis{Ablation: a.opts.Ablation.Label()}
+	var (
+		u   Usage
+		err error
+	)
+	switch a.opts.Ablation {
+	case AblationSinglePass:
+		an, u, err = a.singlePass(ctx, ct, reroll)
+		use.Add(u)
+		return an, use, err
+	case AblationContagiousExtractor:
+		an.Spec, u, err = a.specifyContagious(ctx, ct, reroll)
+	default:
+		an.Spec, u, err = a.Specify(ctx, conv.NewUserView(c, t), reroll)
+	}
+	use.Add(u)
+	if err != nil {
+		return an, use, err
+	}
+	an.Aligned, an.Issues, u, err = a.Evaluate(ctx, an.Spec, ct, cheatsheet, reroll)
+	use.Add(u)
+	return an, use, err
+}
+
+func (a *Analyzer) singlePass(ctx context.Context, ct []conv.Message, reroll int) (Analysis, Usage, error) {
+	var use Usage
+	tr := Transcript(ct)
+	tg := parse.NewTagger(tr)
+	data := struct {
+		Transcript string
+		T          parse.Tagger
+	}{tr, tg}
+	out, err := a.call(ctx, "analyze", a.p.single, data, tg, reroll, &use, "spec", "aligned", "issues")
+	if err != nil {
+		return Analysis{}, use, fmt.Errorf("analyzing in one pass (ablation): %w", err)
+	}
+	return Analysis{Spec: out["spec"], Aligned: out["aligned"], Issues: normalizeIssues(out["issues"]), Ablation: a.opts.Ablation.Label()}, use, nil
+}
+
+// Transcript renders messages for a prompt: each message in a <message>
+// element carrying its position and role, so the model can tell who said
+// what even when a message quotes another.
+func Transcript(msgs []conv.Message) string {
+	var b strings.Builder
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "<message n=\"%d\" role=%q>\n%s\n</message>\n", i+1, m.Role, m.Content)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
