@@ -23,7 +23,7 @@ fuzz seconds="5":
 
 # Benchmarks that print the figures the issues ask for.
 bench:
-    go test -run '^$' -bench . -benchtime 1x ./pipeline/bench/
+    go test -run '^$' -bench . -benchtime 1x -timeout 60m ./pipeline/bench/
 
 lint:
     test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)

@@ -44,8 +44,9 @@ type Comparison struct {
 
 // Call is one answer of the judge.
 type Call struct {
-	First    string               `json:"first"` // strategy shown first: "A" or "B"
-	Model    string               `json:"model"`
+	First    string                `json:"first"` // strategy shown first: "A" or "B"
+	Model    string                `json:"model"`
+	Endpoint string                `json:"endpoint"` // endpoint name from the configuration
 	Verdicts map[string]DimVerdict `json:"verdicts"`
 }
 

@@ -194,9 +194,9 @@ type unitState struct {
 
 // callJob is one judge call.
 type callJob struct {
-	unit, comp, call int
-	msgs             []conv.Message
-	tagger           parse.Tagger
+	variant, unit, comp, call int
+	msgs                      []conv.Message
+	tagger                    parse.Tagger
 }
 
 // Process implements pipeline.Stage. Each turn where both strategies of a
@@ -224,7 +224,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		answers[u.Variant][u.Turn] = o
 	}
 	results := make([]pipeline.Result, len(t.Variants))
-	var states [][]*unitState
+	states := make([][]*unitState, len(t.Variants))
 	var jobs []callJob
 	for vi, v := range t.Variants {
 		p, ok := s.pairs[v.Name]
@@ -232,7 +232,6 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			return nil, fmt.Errorf("judging %s: no variant %q", t.Conv.ID, v.Name)
 		}
 		results[vi].Variant = v
-		var vs []*unitState
 		for _, tr := range t.Conv.Turns() {
 			oa, oka := answers[p.A][tr.Index]
 			ob, okb := answers[p.B][tr.Index]
@@ -240,7 +239,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 				continue
 			}
 			st := &unitState{turn: tr.Index, out: Output{
-				Pair: p.String(), A: p.A, B: p.B, Context: s.opts.Context, Order: s.opts.Order, Seed: s.opts.Seed, Prompt: s.tmpl.Version(),
+				Pair: v.Name, A: p.A, B: p.B, Context: s.opts.Context, Order: s.opts.Order, Seed: s.opts.Seed, Prompt: s.tmpl.Version(),
 			}}
 			history := s.history(t.Conv, tr.Index)
 			for _, sa := range oa.Samples {
@@ -272,28 +271,156 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 						return nil, err
 					}
 					cmp.Calls = append(cmp.Calls, Call{First: first})
-					jobs = append(jobs, callJob{unit: len(vs), comp: ci, call: k, msgs: msgs, tagger: tg})
+					jobs = append(jobs, callJob{variant: vi, unit: len(states[vi]), comp: ci, call: k, msgs: msgs, tagger: tg})
 				}
 				st.out.Comparisons = append(st.out.Comparisons, cmp)
 			}
 			if len(st.out.Comparisons) > 0 {
-				vs = append(vs, st)
+				states[vi] = append(states[vi], st)
 			}
 		}
-		states = append(states, vs)
-		for k := range jobs {
-			if jobs[k].unit >= 0 && len(states) == vi+1 {
-				continue
-			}
-		}
-		// Jobs of this variant point at units of this variant; tag them.
-		for k := len(jobs) - 1; k >= 0 && jobs[k].unit >= 0 && jobs[k].unit < 1<<20; k-- {
-			if jobs[k].unit&variantBit != 0 {
-				break
-			}
-			jobs[k].unit |= variantBit * 0 // placeholder, replaced below
-		}
-		_ = vi
 	}
-	return s.finish(ctx, t, results, states, jobs)
+	type answer struct {
+		v    verdictAnswer
+		resp llm.Response
+		err  error
+	}
+	got := make([]answer, len(jobs))
+	pl := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(s.opts.Parallel)
+	for k, j := range jobs {
+		pl.Go(func(ctx context.Context) error {
+			req := llm.Request{Role: s.opts.Role, Stage: StageName, Messages: j.msgs, CompletionEstimate: 300, Reroll: t.Retry * (s.opts.Retries + 1)}
+			v, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, parseVerdict(j.tagger))
+			if err != nil && !unitError(err) {
+				return err
+			}
+			got[k] = answer{v, resp, err}
+			return nil
+		})
+	}
+	if err := pl.Wait(); err != nil {
+		return nil, fmt.Errorf("judging %s: %w", t.Conv.ID, err)
+	}
+	for k, j := range jobs {
+		st, a := states[j.variant][j.unit], got[k]
+		c := &st.out.Comparisons[j.comp].Calls[j.call]
+		if a.err != nil {
+			if st.failed == "" {
+				st.failed = fmt.Sprintf("sample %d, %s shown first: %v", st.out.Comparisons[j.comp].Sample, c.First, a.err)
+				st.raw = rawOf(a.err)
+			}
+			continue
+		}
+		st.tokens += int64(a.resp.Usage.Prompt + a.resp.Usage.Completion)
+		c.Model, c.Endpoint = a.resp.Model, a.resp.Endpoint
+		c.Verdicts = map[string]DimVerdict{}
+		for _, d := range Dimensions() {
+			dv := a.v.dim(d)
+			shown, _ := stats.ParseOutcome(dv.Winner) // validated by the parser
+			c.Verdicts[d] = DimVerdict{
+				Shown: shown.String(), Outcome: toStrategies(shown, c.First).String(),
+				Justification: strings.TrimSpace(dv.Justification), Confidence: confidence(dv.Confidence),
+			}
+		}
+	}
+	for vi := range results {
+		for _, st := range states[vi] {
+			if st.failed == "" {
+				for ci := range st.out.Comparisons {
+					combine(&st.out.Comparisons[ci], s.opts.Order)
+				}
+			}
+			b, err := json.Marshal(st.out)
+			if err != nil {
+				return nil, fmt.Errorf("encoding verdicts of %s turn %d: %w", t.Conv.ID, st.turn, err)
+			}
+			u := pipeline.Unit{Turn: st.turn, Output: b, Tokens: st.tokens, Attempts: 1}
+			if st.failed != "" {
+				u.Failed, u.Error, u.Raw = true, st.failed, st.raw
+			}
+			results[vi].Units = append(results[vi].Units, u)
+		}
+	}
+	return results, nil
+}
+
+// combine fills a comparison's per-dimension outcome from its calls.
+func combine(c *Comparison, order string) {
+	if c.Identical || len(c.Calls) == 0 {
+		return
+	}
+	if order == OrderBoth && len(c.Calls) == 2 {
+		c.Consistent = map[string]bool{}
+		for _, d := range Dimensions() {
+			af, _ := stats.ParseOutcome(c.Calls[0].Verdicts[d].Outcome)
+			bf, _ := stats.ParseOutcome(c.Calls[1].Verdicts[d].Outcome)
+			o, ok := stats.Combine(af, bf)
+			c.Outcome[d], c.Consistent[d] = o.String(), ok
+		}
+		return
+	}
+	for _, d := range Dimensions() {
+		c.Outcome[d] = c.Calls[0].Verdicts[d].Outcome
+	}
+}
+
+// toStrategies maps a verdict given by position (A = shown first) to the
+// strategies, given which strategy was shown first.
+func toStrategies(shown stats.Outcome, first string) stats.Outcome {
+	if first == "A" || shown == stats.Tie {
+		return shown
+	}
+	if shown == stats.AWins {
+		return stats.BWins
+	}
+	return stats.AWins
+}
+
+// history is what the judge sees of the conversation before turn t.
+func (s *Stage) history(c *conv.Conversation, t int) []conv.Message {
+	switch s.opts.Context {
+	case ContextUserOnly:
+		return conv.NewUserView(c, t).Messages()
+	case ContextFinalAnswer:
+		msgs, _ := c.ContextBefore(t)
+		for i, m := range msgs {
+			if m.Role == conv.Assistant {
+				msgs[i].Content, _ = parse.SplitThink(m.Content)
+				msgs[i].Content = strings.TrimSpace(msgs[i].Content)
+			}
+		}
+		return msgs
+	}
+	msgs, _ := c.ContextBefore(t)
+	return msgs
+}
+
+// candidate is how an answer is shown: with its reasoning trace in front
+// under the full context, the answer alone otherwise.
+func (s *Stage) candidate(smp respond.Sample) string {
+	if s.opts.Context == ContextFull && strings.TrimSpace(smp.Reasoning) != "" {
+		return "<think>\n" + strings.TrimSpace(smp.Reasoning) + "\n</think>\n" + strings.TrimSpace(smp.Text)
+	}
+	return strings.TrimSpace(smp.Text)
+}
+
+var notes = map[string]string{
+	ContextFull:        "The conversation so far, as it happened (the assistant turns are the original ones, not the candidates'):",
+	ContextUserOnly:    "The conversation so far, with the assistant's earlier replies left out (only the user's messages are shown):",
+	ContextFinalAnswer: "The conversation so far, as it happened, with the assistant's reasoning traces removed:",
+}
+
+// render builds the judge prompt for one call with the candidates in the
+// given positions.
+func (s *Stage) render(history []conv.Message, first, second string) ([]conv.Message, parse.Tagger, error) {
+	parts := make([]string, 0, len(history)+2)
+	for _, m := range history {
+		parts = append(parts, string(m.Role), m.Content)
+	}
+	tg := parse.NewTagger(append(parts, first, second)...)
+	msgs, err := s.tmpl.Render(map[string]any{
+		"Open": tg.Open(verdictTag), "Close": tg.Close(verdictTag),
+		"Note": notes[s.opts.Context], "History": history, "First": first, "Second": second,
+	})
+	return msgs, tg, err
 }

@@ -53,13 +53,14 @@ type config struct {
 // as YAML nodes and decoded there.
 type stagesConfig struct {
 	Curate *curateConfig `yaml:"curate"`
-	// Model-backed stages decode their own sections.
-	Classify    *yaml.Node `yaml:"classify"`
-	Refs        *yaml.Node `yaml:"refs"`
-	Constraints *yaml.Node `yaml:"constraints"`
-	Pollution   *yaml.Node `yaml:"pollution"`
-	Respond     *yaml.Node `yaml:"respond"`
-	Judge       *yaml.Node `yaml:"judge"`
+	// Model-backed stages decode their own sections; a zero Node (Kind 0)
+	// means the section is absent. (yaml.v3 fills Node values, not pointers.)
+	Classify    yaml.Node `yaml:"classify"`
+	Refs        yaml.Node `yaml:"refs"`
+	Constraints yaml.Node `yaml:"constraints"`
+	Pollution   yaml.Node `yaml:"pollution"`
+	Respond     yaml.Node `yaml:"respond"`
+	Judge       yaml.Node `yaml:"judge"`
 }
 
 type curateConfig struct {

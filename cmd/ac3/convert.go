@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/io/arrowipc"
+	"github.com/ac3/ac3/io/detect"
 	"github.com/ac3/ac3/io/jsonl"
 	"github.com/ac3/ac3/io/parquetio"
 	"github.com/ac3/ac3/io/record"
@@ -57,7 +58,10 @@ Example:
 			}
 			m := progress.Start(e.stderr, "convert", "conversations", 0)
 			counted := countingWriter{w: w, m: m}
-			st, err := convert.Run(c.Context, c.Args().Slice(), opener(c.String("format"), c.Int("max-line-bytes")), keep, counted, onBad)
+			// Text inputs are split on one goroutine and decoded on all cores;
+			// columnar inputs go through the plain reader.
+			text := convert.WithText(detect.Options{Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes")})
+			st, err := convert.Run(c.Context, c.Args().Slice(), opener(c.String("format"), c.Int("max-line-bytes")), keep, counted, onBad, text)
 			m.Stop()
 			if err != nil {
 				w.Abort()

@@ -11,7 +11,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 )
 
-var exportWhats = []string{"conversations", "curated", "quarantine"}
+var exportWhats = []string{"conversations", "curated", "quarantine", "preferences", "winners"}
 
 func exportKind(what, format string) (export.Format, error) {
 	ok := false
@@ -27,7 +27,7 @@ func exportKind(what, format string) (export.Format, error) {
 func exportCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "export",
-		Usage: "write conversations, curated contexts or the quarantine to Parquet or JSONL",
+		Usage: "write conversations, curated contexts, the quarantine, or judged training pairs to Parquet or JSONL",
 		Description: `--what conversations   the kept conversations in the canonical schema: id, source_file,
                        source_line, source_row, format, system, messages (a list of
                        {role, content} structs), language, toxic, redacted, meta (JSON text)
@@ -35,6 +35,18 @@ func exportCommand(e *env) *cli.Command {
                        strategy, version, messages (the curated context), tokens,
                        n_messages, target (the dataset's own next assistant message)
 --what quarantine      every bad record: input, file, line, row, reason, detail, excerpt
+--what preferences     one row per decisive judge verdict, in the shape TRL's DPOTrainer
+                       reads: prompt (the curated context as messages), chosen and
+                       rejected (one assistant message each), then provenance:
+                       conversation_id, turn, sample, pair, dimension, chosen_strategy,
+                       rejected_strategy, prompt_strategy, order, both_orders_agree,
+                       judge_model, justification, confidence. Ties, identical answers
+                       and verdicts the two orders disagreed on are left out (see
+                       --include-inconsistent); --dimension picks the dimension
+--what winners         SFT rows of the winning answers: messages (the curated context
+                       the winner was generated from, then its answer, OpenAI chat
+                       shape), conversation_id, turn, sample, strategy, prompt_strategy,
+                       dimension, beat (strategies it won against); each answer once
 
 Parquet files read directly in pandas, pyarrow, DuckDB and Hugging Face datasets.
 JSONL is compressed when --out ends in .zst or .gz. Rows come in ingest order, so
@@ -44,12 +56,17 @@ file appears only when complete.
 Examples:
    ac3 export --db run.db --what curated --format parquet --out curated.parquet
    ac3 export --db run.db --what conversations --format jsonl --out kept.jsonl.zst
-   ac3 export --db run.db --what quarantine --format jsonl --out bad.jsonl`,
+   ac3 export --db run.db --what quarantine --format jsonl --out bad.jsonl
+   ac3 export --db run.db --what preferences --format jsonl --out dpo.jsonl
+   ac3 export --db run.db --what winners --format jsonl --dimension on_topic --out sft.jsonl`,
 		Flags: []cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "what", Required: true, Usage: strings.Join(exportWhats, " | ")},
 			&cli.StringFlag{Name: "format", Value: "parquet", Usage: "parquet | jsonl"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "output file"},
+			&cli.StringFlag{Name: "dimension", Value: "quality", Usage: "preferences, winners: quality | on_topic | all"},
+			&cli.BoolFlag{Name: "include-inconsistent", Usage: "preferences, winners: also export both-order verdicts where one order was decisive and the other a tie"},
+			&cli.StringFlag{Name: "prompt-strategy", Usage: "preferences, winners: curate strategy whose context is the prompt (default: the one the chosen answer was generated from)"},
 		},
 		Action: func(c *cli.Context) error {
 			l, err := openRun(c.Context, c, true)
@@ -57,12 +74,22 @@ Examples:
 				return err
 			}
 			defer l.Close()
-			return runExport(c.Context, e, l, c.String("what"), c.String("format"), c.String("out"))
+			po := export.PreferenceOptions{Dimension: c.String("dimension"), IncludeInconsistent: c.Bool("include-inconsistent"), PromptStrategy: c.String("prompt-strategy")}
+			switch po.Dimension {
+			case "quality", "on_topic", "all":
+			default:
+				return fmt.Errorf("--dimension %q: want quality, on_topic or all", po.Dimension)
+			}
+			return runExportWith(c.Context, e, l, c.String("what"), c.String("format"), c.String("out"), po)
 		},
 	}
 }
 
 func runExport(ctx context.Context, e *env, l *ledger.Ledger, what, format, out string) error {
+	return runExportWith(ctx, e, l, what, format, out, export.PreferenceOptions{})
+}
+
+func runExportWith(ctx context.Context, e *env, l *ledger.Ledger, what, format, out string, po export.PreferenceOptions) error {
 	f, err := exportKind(what, format)
 	if err != nil {
 		return err
@@ -75,6 +102,10 @@ func runExport(ctx context.Context, e *env, l *ledger.Ledger, what, format, out 
 		n, err = export.Curated(ctx, l, f, out)
 	case "quarantine":
 		n, err = export.Quarantine(ctx, l, f, out)
+	case "preferences":
+		n, err = export.Preferences(ctx, l, f, out, po)
+	case "winners":
+		n, err = export.Winners(ctx, l, f, out, po)
 	}
 	if err != nil {
 		return fmt.Errorf("exporting %s: %w", what, err)

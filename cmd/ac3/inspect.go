@@ -19,7 +19,11 @@ func inspectCommand(e *env) *cli.Command {
 		Description: `Prints, for one conversation and turn, the context each curated strategy
 would give the model, side by side when the terminal is wide enough (stacked
 otherwise), with roles, where each message came from, and token totals.
-Without --turn it lists the conversation's curated turns.
+Model-backed strategies show, above their context, what they decided at the
+turn (action, gate open or closed, resets so far, memory), the calls, tokens
+and dollars it took, and the AC3 analysis (spec, aligned, issues) it decided
+on; an ablated analyzer is labelled ABLATION. Without --turn it lists the
+conversation's curated turns.
 
 Example:
    ac3 inspect --db run.db --conversation aa7c3f49343e097be66442288abd1dac --turn 2

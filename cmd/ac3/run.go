@@ -74,7 +74,11 @@ Example:
 			}
 			if cu := cfg.Stages.Curate; cu != nil {
 				fmt.Fprintf(e.stdout, "== curate (%s)\n", strings.Join(cu.Strategies, ","))
-				done, err := runCurate(ctx, e, l, curateArgs{strategies: strings.Join(cu.Strategies, ","), fromTurn: cu.FromTurn, encoding: cu.Encoding, workers: cfg.Run.Workers})
+				a, err := curateArgsFromConfig(cfg)
+				if err != nil {
+					return err
+				}
+				done, err := runCurate(ctx, e, l, a)
 				if err != nil {
 					return err
 				}
@@ -136,14 +140,23 @@ func dryRun(c *cli.Context, e *env, cfg *config) error {
 		}
 		fmt.Fprintf(w, "   %s (%s, %s)\n", f, size, state)
 	}
-	if cu := cfg.Stages.Curate; cu != nil {
-		if err := dryRunCurate(c.Context, w, l, curateArgs{strategies: strings.Join(cu.Strategies, ","), fromTurn: cu.FromTurn, encoding: cu.Encoding}); err != nil {
+	if err := dryRunAnnotate(c.Context, w, l, cfg); err != nil {
+		return err
+	}
+	if cfg.Stages.Curate != nil {
+		a, err := curateArgsFromConfig(cfg)
+		if err != nil {
+			return err
+		}
+		if err := dryRunCurate(c.Context, w, l, a); err != nil {
 			return err
 		}
 	}
-	for _, x := range cfg.Export {
-		fmt.Fprintf(w, "3. export %s as %s to %s\n", x.What, x.Format, defaultOut(cfg, x))
+	if err := dryRunRespondJudge(c.Context, w, l, cfg); err != nil {
+		return err
 	}
-	fmt.Fprintln(w, "model calls: none (no stage in this config needs a model); estimated cost $0.00")
+	for _, x := range cfg.Export {
+		fmt.Fprintf(w, "export %s as %s to %s\n", x.What, x.Format, defaultOut(cfg, x))
+	}
 	return nil
 }

@@ -25,6 +25,7 @@ var errFlatbuffer = errors.New("corrupt arrow metadata")
 const (
 	fbMessageHeaderType = 1
 	fbMessageHeader     = 2
+	fbMessageBodyLength = 3
 	fbMessageMetadata   = 4
 	fbHeaderSchema      = 1 // MessageHeader union: Schema
 
@@ -293,5 +294,36 @@ func checkStoredArrowSchema(msg []byte) error {
 	if n < 0 || n > len(msg)-4 {
 		return fmt.Errorf("checking stored arrow schema: %w", errFlatbuffer)
 	}
-	return CheckIPCMessage(msg[4 : 4+n])
+	if err := CheckIPCMessage(msg[4 : 4+n]); err != nil {
+		return err
+	}
+	// Arrow's message reader sizes the message body from bodyLength before
+	// reading it, so a corrupt length of, say, 32 GB is a fatal allocation.
+	// The body can only be the bytes after the metadata.
+	body, err := messageBodyLength(msg[4 : 4+n])
+	if err == nil && (body < 0 || body > int64(len(msg)-4-n)) {
+		err = errFlatbuffer
+	}
+	if err != nil {
+		return fmt.Errorf("checking stored arrow schema: body length: %w", err)
+	}
+	return nil
+}
+
+// messageBodyLength returns the bodyLength field of an IPC message's
+// flatbuffer metadata, or 0 if absent.
+func messageBodyLength(meta []byte) (int64, error) {
+	c := &fbChecker{b: meta}
+	t, err := c.deref(0)
+	if err != nil {
+		return 0, err
+	}
+	p, err := c.field(t, fbMessageBodyLength)
+	if err != nil || p < 0 {
+		return 0, err
+	}
+	if p+8 > len(meta) {
+		return 0, errFlatbuffer
+	}
+	return int64(binary.LittleEndian.Uint64(meta[p:])), nil
 }

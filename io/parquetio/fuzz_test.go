@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ac3/ac3/io/parquetio"
@@ -35,4 +37,58 @@ func FuzzParquetReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCorruptPagesAreErrors replays two fuzzer finds in the nested
+// conversation column of a WildChat-shaped file: a page typed as a
+// dictionary page without a dictionary page header (Arrow dereferenced nil
+// on one of pqarrow's goroutines, killing the process), and a chunk whose
+// pages hold fewer values than its metadata says (Arrow read page headers
+// from stale buffer bytes past the chunk's end and spun forever). Both must
+// be an error that names the file and the row group.
+func TestCorruptPagesAreErrors(t *testing.T) {
+	for _, name := range []string{"crash-dict-page-header", "hang-header-past-chunk-end"} {
+		t.Run(name, func(t *testing.T) {
+			data := readCorpusEntry(t, filepath.Join("testdata/fuzz/FuzzParquetReader", name))
+			path := writeTemp(t, "corrupt.parquet", data)
+			r, _, err := parquetio.OpenReader(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			for range 10_000 {
+				_, err := r.Next(context.Background())
+				if err == nil {
+					continue
+				}
+				if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "row group 0") {
+					t.Errorf("error does not name the file and row group: %v", msg)
+				}
+				return
+			}
+			t.Fatal("no error")
+		})
+	}
+}
+
+// readCorpusEntry decodes a one-value []byte fuzz corpus file.
+func readCorpusEntry(t *testing.T, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 2 || lines[0] != "go test fuzz v1" {
+		t.Fatalf("%s: not a one-value corpus file", name)
+	}
+	quoted, ok := strings.CutPrefix(lines[1], "[]byte(")
+	if quoted, ok = strings.CutSuffix(quoted, ")"); !ok {
+		t.Fatalf("%s: not a []byte corpus value", name)
+	}
+	s, err := strconv.Unquote(quoted)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return []byte(s)
 }

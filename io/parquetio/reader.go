@@ -73,24 +73,18 @@ func OpenReader(path string) (record.Reader, string, error) {
 		return nil, "", fmt.Errorf("opening %s: %w", path, err)
 	}
 	var (
-		pf     *file.Reader
-		rr     pqarrow.RecordReader
+		src    *parquetSource
 		schema *arrow.Schema
 	)
 	err = CatchPanic(func() error {
 		// Not LimitedAllocator: Parquet sizes are 32-bit, so a corrupt one
 		// costs at most a 2 GiB allocation that then fails to fill, while
 		// a refused allocation panics, which is fatal when it happens in
-		// one of pqarrow's struct-reading goroutines (see codecs.go).
+		// one of pqarrow's struct-reading goroutines. The checker
+		// (validate.go) reads with LimitedAllocator instead, so absurd
+		// sizes in the nested columns are refused before pqarrow sees them.
 		mem := memory.NewGoAllocator()
-		props := parquet.NewReaderProperties(mem)
-		// Read column chunks through a small buffer instead of loading each
-		// whole chunk: chunks of large row groups can be hundreds of MB, and
-		// a corrupt file can claim any size at all.
-		props.BufferedStreamEnabled = true
-		props.BufferSize = 1 << 20
-		var err error
-		pf, err = file.NewParquetReader(f, file.WithReadProps(props))
+		pf, err := file.NewParquetReader(f, file.WithReadProps(readProps(mem)))
 		if err != nil {
 			return err
 		}
@@ -104,14 +98,24 @@ func OpenReader(path string) (record.Reader, string, error) {
 		if schema, err = fr.Schema(); err != nil {
 			return err
 		}
-		rr, err = fr.GetRecordReader(context.Background(), nil, nil)
-		return err
+		// A second reader over the same file and already parsed footer,
+		// identical but for its allocator, for the checker.
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		limited := LimitedAllocator(st.Size())
+		cf, err := file.NewParquetReader(f, file.WithReadProps(readProps(limited)), file.WithMetadata(pf.MetaData()))
+		if err != nil {
+			return err
+		}
+		src = &parquetSource{f: f, fr: fr, checker: newRowGroupChecker(f, st.Size(), cf, limited, fr.Manifest)}
+		return nil
 	})
 	if err != nil {
 		f.Close()
 		return nil, "", fmt.Errorf("opening parquet file %s: %w", path, err)
 	}
-	src := &parquetSource{rr: rr, f: f}
 	r, format, err := NewBatchReader(path, schema, src)
 	if err != nil {
 		src.Close()
@@ -120,26 +124,79 @@ func OpenReader(path string) (record.Reader, string, error) {
 	return r, format, nil
 }
 
-// parquetSource adapts pqarrow's record reader to BatchSource.
+// readProps are the reader properties for both of OpenReader's readers:
+// they must match so the row group check reads exactly what pqarrow reads.
+func readProps(mem memory.Allocator) *parquet.ReaderProperties {
+	props := parquet.NewReaderProperties(mem)
+	// Read column chunks through a small buffer instead of loading each
+	// whole chunk: chunks of large row groups can be hundreds of MB, and a
+	// corrupt file can claim any size at all.
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 1 << 20
+	return props
+}
+
+// parquetSource adapts pqarrow's record reader to BatchSource. It reads one
+// row group at a time, each through its own record reader, with a
+// rowGroupCheck one batch ahead of it (see validate.go).
 type parquetSource struct {
-	rr pqarrow.RecordReader
-	f  *os.File
+	f       *os.File
+	fr      *pqarrow.FileReader
+	checker *rowGroupChecker
+	next    int                  // next row group to open
+	rr      pqarrow.RecordReader // reader of row group next-1, or nil
+	check   *rowGroupCheck       // the checker's position in it
 }
 
 func (s *parquetSource) NextBatch() (arrow.Record, error) {
-	if s.rr.Next() {
-		return s.rr.Record(), nil
+	for {
+		if s.rr != nil {
+			rg := s.next - 1
+			if err := s.check.advance(); err != nil {
+				return nil, fmt.Errorf("row group %d failed its integrity check, not read: %w", rg, err)
+			}
+			if s.rr.Next() {
+				return s.rr.Record(), nil
+			}
+			// pqarrow reports the end of data as a bare io.EOF from Err,
+			// or as no error. A wrapped EOF is a truncated page, not the
+			// end.
+			if err := s.rr.Err(); err != nil && err != io.EOF {
+				return nil, fmt.Errorf("row group %d: %w", rg, err)
+			}
+			s.closeRowGroup()
+		}
+		if s.next >= s.fr.ParquetReader().NumRowGroups() {
+			return nil, io.EOF
+		}
+		rg := s.next
+		s.next++
+		// Building the record reader opens the row group's page readers,
+		// on pqarrow's goroutines for struct children, so the checker
+		// opens them first.
+		check, err := s.checker.open(rg)
+		if err != nil {
+			return nil, fmt.Errorf("row group %d failed its integrity check, not read: %w", rg, err)
+		}
+		rr, err := s.fr.GetRecordReader(context.Background(), nil, []int{rg})
+		if err != nil {
+			check.release()
+			return nil, fmt.Errorf("row group %d: %w", rg, err)
+		}
+		s.rr, s.check = rr, check
 	}
-	// pqarrow reports the end of data as a bare io.EOF from Err, or as no
-	// error. A wrapped EOF is a truncated page, not the end.
-	if err := s.rr.Err(); err != nil && err != io.EOF {
-		return nil, err
+}
+
+func (s *parquetSource) closeRowGroup() {
+	if s.rr != nil {
+		s.rr.Release()
+		s.check.release()
+		s.rr, s.check = nil, nil
 	}
-	return nil, io.EOF
 }
 
 func (s *parquetSource) Close() error {
-	s.rr.Release()
+	s.closeRowGroup()
 	return s.f.Close()
 }
 

@@ -37,12 +37,12 @@ func newCues() *cues {
 	}
 	return &cues{
 		feedback: []cue{
-			m("says it fails", `\b(doesn'?t|does not|didn'?t|did not|won'?t|can'?t|cannot|isn'?t|is not|wasn'?t|was not|aren'?t) (work|run|compile|load|print|show|display|help|exist|correct|right|accurate|what i)`, 2),
+			m("says it fails", `\b(doesn'?t|does not|didn'?t|did not|won'?t|can'?t|cannot|isn'?t|is not|wasn'?t|was not|aren'?t) (work|run|compile|load|print|show|display|help|exist|correct|right|accurate|match|what i)`, 2),
 			m("says it is wrong", `\bnot (working|correct|right|accurate|what i|quite)\b`, 2),
 			m("names a fault", `\b(wrong|incorrect|mistakes?|typos?|bugs?|buggy|broken|fails?|failed|failing|crash(es|ed)?|inaccurate)\b`, 1),
 			m("pastes an error", `\b(error|exception|traceback|undefined|segfault|warning:)`, 1),
 			m("asks for something instead", `\b(instead|rather than)\b`, 2),
-			m("points at the assistant's miss", `\byou (forgot|missed|ignored|didn'?t|did not|left out|keep|still|skipped|misunderstood|changed|removed|only)\b`, 2),
+			m("points at the assistant's miss", `\byou (forgot|missed|ignored|didn'?t|did not|left out|keep|still|skipped|misunderstood|changed|removed|only|used)\b`, 2),
 			m("restates an earlier instruction", `\b(i (said|asked|told you|wanted|meant|specified)|as i said)\b`, 2),
 			m("repeats a complaint", `\b(still|again)\b`, 1),
 			m("opens with no", `^\s*(no|nope|not quite|that's not|this is not|that is not)\b`, 2),
@@ -52,15 +52,16 @@ func newCues() *cues {
 			m("asks for a different form", `\bmake (it|this|that|them|the \w+) (more|less|shorter|longer|simpler|clearer|formal|casual)\b`, 2),
 		},
 		back: []cue{
-			m("mentions the assistant's work", `\byour (code|answer|response|reply|solution|example|version|script|function|suggestions?|explanation|list|text|essay|output|draft|program|query|story|poem|table|last|previous|first)\b`, 2),
+			m("mentions the assistant's work", `\byour (code|answer|response|reply|solution|example|version|script|function|regex|query|pattern|command|suggestions?|explanation|list|text|essay|output|draft|program|query|story|poem|table|last|previous|first)\b`, 2),
 			m("points above", `\b(above|previous|earlier|last (one|answer|response|code|part|step|point))\b`, 2),
 			m("continues", `\b(continue|go on|keep going|carry on|finish (it|the)|the rest|more (details?|examples?|ideas?|options?)|elaborate|expand on|tell me more|another one|one more|next (step|part|one|chapter))\b`, 2),
 			m("follows up on a point", `\b(what about|how about|and if|what if|step \d|point \d|part \d|option \d|number \d|the (first|second|third|last) (one|option|point|step|example|part))\b`, 2),
 			m("refers to the code or text", `\bthe (code|script|function|program|class|query|example|answer|story|essay|list|text|table|email|letter|poem|article|paragraph|summary|plan|outline|output|result|formula|equation|solution)\b`, 1),
+			m("asks about a part of it", `\bexplain (it|that|this|each|more|why|the (code|pattern|steps?|output|result))\b`, 2),
 			m("says that you said", `\byou (said|wrote|mentioned|suggested|gave|provided|used|showed)\b`, 2),
 		},
-		pronoun: regexp.MustCompile(`(?i)\b(it|that|this|these|those|them|there)\b`),
-		opener:  regexp.MustCompile(`(?i)^\s*(and|also|but|so|then|now|ok|okay|thanks|thank you|thx|great|cool|nice|perfect|good|yes|yeah|sure|why|explain|can you explain|what does|what do you mean|add)\b`),
+		pronoun: regexp.MustCompile(`(?i)\b(it|that|this|these|those|them)\b`),
+		opener:  regexp.MustCompile(`(?i)^\s*(and|also|but|so|then|now|ok|okay|thanks|thank you|thx|great|cool|nice|perfect|good|yes|yeah|sure|why|can you explain|what does|what do you mean|by the way|btw|fyi|add)\b`),
 		first:   regexp.MustCompile(`(?i)\b(your|the) first (answer|response|reply|code|version|message|one)\b`),
 	}
 }
@@ -77,8 +78,8 @@ func NewHeuristic() *Heuristic { return &Heuristic{c: newCues()} }
 
 // Label labels u_t of c (t >= 2). It reports false when c has no turn t.
 //
-// The rule, in order: enough correction or error cues (or one together with
-// a reference back) make feedback; any reference back, a continuation cue,
+// The rule, in order: enough correction or error cues (two weak ones or one
+// strong one) make feedback; any reference back, a continuation cue,
 // a conversational opener or a very short message make no_feedback;
 // otherwise the message is taken as a new, self-contained request.
 func (h *Heuristic) Label(c *conv.Conversation, t int) (Label, bool) {
@@ -100,8 +101,8 @@ func (h *Heuristic) LabelText(text string, t int) Label {
 	fb, fbCues := score(h.c.feedback, low)
 	back, backCues := score(h.c.back, low)
 	// Pronouns point back only in short messages or at the very start; a
-	// long new request uses "it" about its own subject.
-	if head := firstWords(low, 6); h.c.pronoun.MatchString(head) || (words <= 25 && h.c.pronoun.MatchString(low)) {
+	// longer new request uses "it" and "that" about its own subject.
+	if head := firstWords(low, 3); h.c.pronoun.MatchString(head) || (words <= 10 && h.c.pronoun.MatchString(low)) {
 		back++
 		backCues = append(backCues, "uses a pronoun for something earlier")
 	}
@@ -116,14 +117,14 @@ func (h *Heuristic) LabelText(text string, t int) Label {
 
 	l := Label{Annotator: "heuristic", Refs: []string{}}
 	switch {
-	case fb >= 3 || (fb >= 2 && back >= 1):
+	case fb >= 2:
 		l.Type = Feedback
 		l.Confidence = conf(0.55, fb+back)
 		l.Reason = "correction cues: " + strings.Join(fbCues, ", ")
-	case back >= 1 || fb >= 1:
+	case back >= 1:
 		l.Type = NoFeedback
 		l.Confidence = conf(0.5, back)
-		l.Reason = "refers back without a concrete correction: " + strings.Join(append(backCues, fbCues...), ", ")
+		l.Reason = "refers back without a concrete correction: " + strings.Join(backCues, ", ")
 	default:
 		l.Type = NewAsk
 		l.Confidence = 0.6

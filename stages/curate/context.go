@@ -23,6 +23,9 @@ type Context struct {
 	Parts    []Part `json:"parts"`
 	Tokens   int    `json:"tokens"`
 	Messages int    `json:"messages"`
+	// Info is what a model-backed strategy decided and spent for this
+	// context (see Info); zero for deterministic strategies.
+	Info Info `json:"info,omitzero"`
 }
 
 // Materialize returns the context's chat messages for conversation c.
@@ -46,6 +49,9 @@ type compactContext struct {
 	K int               `json:"k"`
 	N int               `json:"n"`
 	P []json.RawMessage `json:"p"`
+	// A is the optional Info. Contexts stored before it existed have no
+	// "a" and decode with a zero Info, so the layout version stays 1.
+	A *Info `json:"a,omitempty"`
 }
 
 type compactPart struct {
@@ -103,7 +109,16 @@ func EncodeContext(x Context) ([]byte, error) {
 		b.Write(obj)
 		k++
 	}
-	b.WriteString("]}")
+	b.WriteByte(']')
+	if !x.Info.IsZero() {
+		info, err := json.Marshal(x.Info)
+		if err != nil {
+			return nil, fmt.Errorf("encoding context info: %w", err)
+		}
+		b.WriteString(`,"a":`)
+		b.Write(info)
+	}
+	b.WriteByte('}')
 	return b.Bytes(), nil
 }
 
@@ -125,6 +140,9 @@ func DecodeContext(data []byte) (Context, error) {
 		return Context{}, fmt.Errorf("decoding context: unknown layout version %d", cc.V)
 	}
 	x := Context{Strategy: cc.S, Turn: cc.T, Tokens: cc.K, Messages: cc.N, Parts: make([]Part, 0, len(cc.P))}
+	if cc.A != nil {
+		x.Info = *cc.A
+	}
 	for k, raw := range cc.P {
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 {

@@ -14,9 +14,17 @@
 // curating every turn of a conversation costs about one pass of the
 // tokenizer over it.
 //
-// The strategies here are the deterministic ones (fc, ao, lt, de, concat,
-// filler). The Strategy interface also fits the model-backed ones (summaries,
-// AC3 reset and rewrite), which keep state across the turns of a conversation
-// and live with the stages that call the model. Nothing here calls a model,
-// reads files or touches the ledger.
+// The deterministic strategies (fc, ao, lt, de, concat, filler) need only
+// the conversation. The model-backed ones need an analyze.Analyzer in
+// Options: the AC3 operators augment, reset, gated-reset and rewrite
+// (strategy_ac3.go; one analysis per turn is shared by every operator of a
+// conversation through the TokenCache) and sum (strategy_sum.go). adaptive
+// (strategy_adaptive.go, policy.go) chooses fc or ao per turn from the
+// classify stage's turn types or a fitted policy, and the +constraints
+// overlay (overlay_constraints.go) appends the constraints stage's registry;
+// both read other stages' units through UnitSource. Model-backed contexts
+// carry an Info record (ac3_info.go) of what was decided and what it cost;
+// report.go summarizes those records for the report. Model calls themselves
+// live in stages/analyze; this package never reads files, and touches the
+// ledger only through UnitSource.
 package curate

@@ -83,6 +83,10 @@ func Render(w io.Writer, c *conv.Conversation, ctxs []Context, width int) error 
 func renderColumn(c *conv.Conversation, x Context, width, budget int) []string {
 	lines := wrap(fmt.Sprintf("%s · turn %d · %d msgs · %d tok", x.Strategy, x.Turn, x.Messages, x.Tokens), width)
 	lines = append(lines, strings.Repeat("─", width))
+	if !x.Info.IsZero() {
+		lines = append(lines, renderInfo(x.Info, width, budget)...)
+		lines = append(lines, strings.Repeat("─", width))
+	}
 	forEachMessage(c, x.Parts, func(role conv.Role, group []Part) {
 		lines = append(lines, wrap("["+originLabel(role, group)+"]", width)...)
 		for _, l := range wrap(shorten(flatten(groupContent(c, group)), budget), width-2) {
@@ -185,4 +189,52 @@ func tokenSummary(ctxs []Context) string {
 		parts = append(parts, s)
 	}
 	return "tokens: " + strings.Join(parts, " · ")
+}
+
+// renderInfo lays out what a model-backed strategy decided and the analysis
+// it decided on, above the context it built.
+func renderInfo(i Info, width, budget int) []string {
+	var head []string
+	if i.Operator != "" {
+		head = append(head, i.Operator)
+	}
+	if i.Action != "" {
+		head = append(head, "action "+i.Action)
+	}
+	if i.GateOpen {
+		head = append(head, "gate open")
+	} else {
+		head = append(head, "gate closed")
+	}
+	if i.Resets > 0 {
+		head = append(head, fmt.Sprintf("resets so far %d", i.Resets))
+	}
+	if i.TurnType != "" {
+		head = append(head, "turn type "+i.TurnType)
+	}
+	if i.Scored {
+		head = append(head, fmt.Sprintf("score %.3f", i.Score))
+	}
+	if i.Constraints > 0 {
+		head = append(head, fmt.Sprintf("%d session constraints appended", i.Constraints))
+	}
+	if i.Memory != "" {
+		head = append(head, "memory "+i.Memory)
+	}
+	lines := wrap(strings.Join(head, " · "), width)
+	if u := i.Usage(); u.Calls > 0 {
+		lines = append(lines, wrap(fmt.Sprintf("calls %d (%d cached) · %d+%d tok · $%.5f", u.Calls, u.Cached, u.PromptTokens, u.CompletionTokens, u.CostUSD), width)...)
+	}
+	if i.Analyzed {
+		if i.Analysis.Ablation != "" {
+			lines = append(lines, wrap(i.Analysis.Ablation+" (not the AC3 analyzer)", width)...)
+		}
+		for _, f := range []struct{ name, text string }{{"spec", i.Analysis.Spec}, {"aligned", i.Analysis.Aligned}, {"issues", i.Analysis.Issues}} {
+			lines = append(lines, "["+f.name+"]")
+			for _, l := range wrap(shorten(flatten(f.text), budget), width-2) {
+				lines = append(lines, "  "+l)
+			}
+		}
+	}
+	return lines
 }

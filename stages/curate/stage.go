@@ -2,6 +2,7 @@ package curate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ac3/ac3/pipeline"
@@ -52,6 +53,7 @@ func (s *Stage) Variants() []pipeline.Variant {
 // Process implements pipeline.Stage.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
 	tc := NewTokenCache(t.Conv, s.counter)
+	tc.SetRetry(t.Retry)
 	out := make([]pipeline.Result, 0, len(t.Variants))
 	for _, v := range t.Variants {
 		st, ok := s.byName[v.Name]
@@ -59,16 +61,22 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			return nil, fmt.Errorf("curating %s: no strategy %q", t.Conv.ID, v.Name)
 		}
 		ctxs, err := st.Contexts(ctx, t.Conv, s.from, tc)
-		if err != nil {
+		var te *TurnError
+		if err != nil && !errors.As(err, &te) {
 			return nil, fmt.Errorf("curating %s with %s: %w", t.Conv.ID, v.Name, err)
 		}
-		units := make([]pipeline.Unit, len(ctxs))
+		units := make([]pipeline.Unit, len(ctxs), len(ctxs)+1)
 		for i, x := range ctxs {
 			b, err := EncodeContext(x)
 			if err != nil {
 				return nil, err
 			}
 			units[i] = pipeline.Unit{Turn: x.Turn, Output: b, Tokens: int64(x.Tokens)}
+		}
+		if te != nil {
+			// Later turns of a stateful strategy depend on this one, so the
+			// conversation stops here; the failed task is re-queued whole.
+			units = append(units, pipeline.Unit{Turn: te.Turn, Failed: true, Error: te.Err.Error(), Raw: te.Raw})
 		}
 		out = append(out, pipeline.Result{Variant: v, Units: units})
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/analyze"
 )
 
 // Strategy builds curated contexts for the turns of a conversation.
@@ -38,13 +39,35 @@ type Strategy interface {
 // so every strategy would give the same context.
 const DefaultFrom = 2
 
-// Options adjusts the deterministic strategies. The zero value gives the
-// defaults; any change shows in the affected strategy's Version.
+// Options adjusts the strategies. The zero value gives the deterministic
+// strategies with their defaults and refuses the model-backed ones and the
+// +constraints overlay, which need the inputs below. Any setting that changes
+// a strategy's output shows in its Version.
 type Options struct {
-	// Placeholder replaces DefaultPlaceholder in ao.
+	// Placeholder replaces DefaultPlaceholder in ao (and adaptive's ao).
 	Placeholder string
 	// Note replaces DefaultNote in ao.
 	Note string
+
+	// Analyzer makes the AC3 operators (augment, reset, gated-reset,
+	// rewrite) and sum available; nil refuses them.
+	Analyzer *analyze.Analyzer
+	// Units reads other stages' stored units: the constraints registry for
+	// +constraints and the classify turn types for adaptive. nil refuses
+	// both. *ledger.Ledger satisfies it.
+	Units UnitSource
+	// Constraints and Classify say which variant (and version) of those
+	// stages to read; see Upstream for the defaults.
+	Constraints Upstream
+	Classify    Upstream
+	// Gates overrides the turn floor and reset cap of AC3 operators, by
+	// operator name; operators not listed keep DefaultGate's.
+	Gates map[string]Gate
+	// Adaptive configures the adaptive strategy.
+	Adaptive AdaptiveOptions
+	// Memory is the cheatsheet step 2 of the analysis receives (offline
+	// regime); zero for none.
+	Memory Memory
 }
 
 // Names lists the deterministic strategies, the ones ByName builds.
@@ -55,20 +78,49 @@ func Names() []string { return []string{"fc", "ao", "lt", "de", "concat", "fille
 // strategy" into a clearer message.
 var modelNames = []string{"sum", "adaptive", "augment", "reset", "gated-reset", "rewrite"}
 
-// ErrNeedsConstraints is returned for a "+constraints" overlay until the
-// session-constraints stage exists to supply the registry.
-var ErrNeedsConstraints = errors.New("the +constraints overlay needs the constraints stage, which this build does not have yet")
+// ErrNeedsConstraints is returned for a "+constraints" overlay when
+// Options.Units is nil: the overlay reads the registry the constraints stage
+// stored.
+var ErrNeedsConstraints = errors.New("the +constraints overlay needs the session-constraint registry: run the constraints stage and give the strategy its units")
 
-// ByName returns the deterministic strategy called name. A name with an
-// overlay ("fc+constraints") parses but fails with ErrNeedsConstraints; an
-// unknown name fails with an error that lists the valid ones.
+// ModelNames lists the strategies that need more than the conversation: a
+// model (sum and the AC3 operators) or another stage's units (adaptive).
+func ModelNames() []string { return slices.Clone(modelNames) }
+
+// NeedsModel reports whether a strategy LIST item needs Options.Analyzer
+// (adaptive and overlays alone do not).
+func NeedsModel(name string) bool {
+	s, err := parseSpec(name)
+	return err == nil && slices.Contains(modelNames, s.Name) && s.Name != "adaptive"
+}
+
+// ByName returns the strategy called name, with the overlay it names
+// ("fc+constraints"). Deterministic strategies need nothing but opts'
+// placeholder and note; model-backed ones need opts.Analyzer (or, for
+// adaptive, opts.Units or a fitted policy) and fail with an error saying so
+// without it; the overlay fails with ErrNeedsConstraints without
+// opts.Units. An unknown name fails with an error that lists the valid ones.
 func ByName(name string, opts Options) (Strategy, error) {
 	spec, err := parseSpec(name)
 	if err != nil {
 		return nil, err
 	}
+	base, err := baseByName(spec, opts)
+	if err != nil {
+		return nil, err
+	}
 	if spec.Constraints {
-		return nil, fmt.Errorf("building strategy %q: %w", spec, ErrNeedsConstraints)
+		if opts.Units == nil {
+			return nil, fmt.Errorf("building strategy %q: %w", spec, ErrNeedsConstraints)
+		}
+		return WithConstraints(base, opts.Units, opts.Constraints), nil
+	}
+	return base, nil
+}
+
+func baseByName(spec Spec, opts Options) (Strategy, error) {
+	if s, ok, err := modelByName(spec.Name, opts); ok || err != nil {
+		return s, err
 	}
 	switch spec.Name {
 	case "fc":
@@ -84,8 +136,12 @@ func ByName(name string, opts Options) (Strategy, error) {
 	case "filler":
 		return Filler{}, nil
 	}
+	if spec.Name == "adaptive" {
+		return nil, fmt.Errorf("building strategy %q: it needs the classify stage's turn types (policy %s) or a policy fitted by 'ac3 policy fit' (policy %s)",
+			spec.Name, PolicyOmitOnNewAsk, PolicyScored)
+	}
 	if slices.Contains(modelNames, spec.Name) {
-		return nil, fmt.Errorf("building strategy %q: it needs a model and is not built by this package (deterministic strategies: %s)",
+		return nil, fmt.Errorf("building strategy %q: it needs a model; configure an endpoint for the analyzer role (deterministic strategies: %s)",
 			spec.Name, strings.Join(Names(), ", "))
 	}
 	return nil, fmt.Errorf("building strategy %q: unknown strategy (valid: %s; with a model: %s)",

@@ -20,6 +20,40 @@ type TokenCache struct {
 	system  int   // content tokens of c.System; -1 until counted
 	text    map[string]int
 	filler  map[[2]int]int // (message, words) -> content tokens
+
+	// Per-conversation work that model-backed strategies share: one AC3
+	// analysis per turn serves every operator, one summary per reply serves
+	// every turn. Keys are built by the strategies (see memoKey).
+	memo  map[memoKey]any
+	retry int
+}
+
+// memoKey names one piece of shared work: what it is, the version of what
+// produced it, and the turn or message it is for.
+type memoKey struct {
+	kind, version string
+	n             int
+}
+
+// SetRetry records how many times this conversation's failed work was
+// re-queued (pipeline.Task.Retry); model-backed strategies offset their
+// re-ask counter by it so a retry asks afresh instead of replaying the
+// cached malformed answer.
+func (tc *TokenCache) SetRetry(n int) { tc.retry = n }
+
+// Retry returns what SetRetry recorded.
+func (tc *TokenCache) Retry() int { return tc.retry }
+
+func (tc *TokenCache) recall(k memoKey) (any, bool) {
+	v, ok := tc.memo[k]
+	return v, ok
+}
+
+func (tc *TokenCache) remember(k memoKey, v any) {
+	if tc.memo == nil {
+		tc.memo = map[memoKey]any{}
+	}
+	tc.memo[k] = v
 }
 
 // NewTokenCache returns an empty cache for c counting with counter.

@@ -11,6 +11,7 @@ type Output struct {
 	Strategy      string   `json:"strategy"`   // curate variant the context came from
 	Respondent    string   `json:"respondent"` // role that answered
 	Model         string   `json:"model"`      // model the server reported for the first sample
+	Endpoint      string   `json:"endpoint"`   // endpoint name from the configuration (never its URL or key)
 	ContextTokens int      `json:"context_tokens"`
 	Samples       []Sample `json:"samples"`
 }

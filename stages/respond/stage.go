@@ -220,7 +220,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			smp.PromptTokens, smp.CompletionTokens = a.resp.Usage.Prompt, a.resp.Usage.Completion
 			st.tokens += int64(a.resp.Usage.Completion)
 			if st.out.Model == "" || j.sample == 0 {
-				st.out.Model = a.resp.Model
+				st.out.Model, st.out.Endpoint = a.resp.Model, a.resp.Endpoint
 			}
 		}
 		st.out.Samples[j.sample] = smp

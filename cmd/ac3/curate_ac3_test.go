@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/stages/analyze/analyzetest"
+)
+
+const ac3Marker = "ASSISTANT-ONLY-7c1e"
+
+// runAC3Env runs ac3 in-process with an environment.
+func runAC3Env(t *testing.T, vars map[string]string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	app := newApp(&env{stop: make(chan struct{}), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }})
+	err := app.RunContext(ctx, append([]string{"ac3"}, args...))
+	return out.String(), errb.String(), err
+}
+
+func mustRunAC3Env(t *testing.T, vars map[string]string, args ...string) string {
+	t.Helper()
+	out, errs, err := runAC3Env(t, vars, args...)
+	if err != nil {
+		t.Fatalf("ac3 %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errs)
+	}
+	return out
+}
+
+// ac3Run ingests two four-turn conversations whose assistant turns carry a
+// marker, and returns the run file.
+func ac3Run(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var b strings.Builder
+	for _, id := range []string{"conv-a", "conv-b"} {
+		var msgs []map[string]string
+		for i := 1; i <= 4; i++ {
+			msgs = append(msgs, map[string]string{"role": "user", "content": fmt.Sprintf("%s user turn %d", id, i)})
+			msgs = append(msgs, map[string]string{"role": "assistant", "content": fmt.Sprintf("%s reply %d %s", id, i, ac3Marker)})
+		}
+		line, _ := json.Marshal(map[string]any{"id": id, "format": "canonical", "system": "Be exact.", "messages": msgs})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	in := filepath.Join(dir, "convs.jsonl")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "run.db")
+	mustRun(t, "ingest", "--db", db, in)
+	return db
+}
+
+func ac3Server(t *testing.T, sc analyzetest.Script) (*llmtest.Server, map[string]string) {
+	srv := llmtest.New(t, llmtest.Options{})
+	analyzetest.Install(srv, sc)
+	return srv, map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "test-key", "OPENAI_MODEL": "test-model"}
+}
+
+func issuesOn(turns ...int) func(int) string {
+	return func(t int) string {
+		for _, x := range turns {
+			if x == t {
+				return "drifted at turn " + fmt.Sprint(t)
+			}
+		}
+		return "None"
+	}
+}
+
+func TestCurateAC3ResumesWithoutRepeatCalls(t *testing.T) {
+	db := ac3Run(t)
+	srv, vars := ac3Server(t, analyzetest.Script{Issues: issuesOn(3)})
+	out := mustRunAC3Env(t, vars, "curate", "--db", db, "--strategies", "fc,gated-reset,augment,rewrite,sum", "--warmup", "1")
+	if !strings.Contains(out, "10 tasks done, 0 failed") {
+		t.Fatalf("curate output:\n%s", out)
+	}
+	first := srv.Count()
+	// Two conversations × turns 2..4 analyzed once (shared by three
+	// operators): 12 analysis calls, plus 2 rewrites, plus 6 summaries.
+	if first != 12+2+6 {
+		t.Errorf("%d calls, want 20", first)
+	}
+	for _, c := range srv.Calls() {
+		if analyzetest.Kind(c.Request) == analyzetest.KindSpec && strings.Contains(string(c.Body), ac3Marker) {
+			t.Fatalf("step 1 saw assistant text:\n%s", c.Body)
+		}
+	}
+	out = mustRunAC3Env(t, vars, "curate", "--db", db, "--strategies", "fc,gated-reset,augment,rewrite,sum", "--warmup", "1")
+	if !strings.Contains(out, "nothing to do") || srv.Count() != first {
+		t.Errorf("second run made %d new calls:\n%s", srv.Count()-first, out)
+	}
+
+	insp := mustRun(t, "inspect", "--db", db, "--conversation", "conv-a", "--turn", "3", "--strategies", "fc,gated-reset", "--width", "220")
+	for _, want := range []string{"gated-reset", "action reset", "gate open", "[issues]", "drifted at turn 3", "[spec]", "[Context reset]"} {
+		if !strings.Contains(insp, want) {
+			t.Errorf("inspect lacks %q:\n%s", want, insp)
+		}
+	}
+}
+
+func TestCurateWithoutEndpointSkipsModelStrategiesInOneLine(t *testing.T) {
+	db := ac3Run(t)
+	out := mustRun(t, "curate", "--db", db, "--strategies", "fc,gated-reset")
+	lines := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "skipping gated-reset") {
+			lines++
+		}
+	}
+	if lines != 1 || !strings.Contains(out, "OPENAI_BASE_URL") || !strings.Contains(out, "2 tasks done") {
+		t.Errorf("curate without an endpoint:\n%s", out)
+	}
+}
+
+func TestAblationIsLabelledEverywhere(t *testing.T) {
+	db := ac3Run(t)
+	srv, vars := ac3Server(t, analyzetest.Script{})
+	out := mustRunAC3Env(t, vars, "curate", "--db", db, "--strategies", "augment", "--warmup", "1", "--ablation-contagious-extractor")
+	if !strings.Contains(out, "ABLATION:contagious-extractor") {
+		t.Errorf("curate does not announce the ablation:\n%s", out)
+	}
+	seen := false
+	for _, c := range srv.Calls() {
+		if analyzetest.Kind(c.Request) == analyzetest.KindContagious && strings.Contains(string(c.Body), ac3Marker) {
+			seen = true
+		}
+	}
+	if !seen {
+		t.Error("the ablated extractor never saw the assistant's turns")
+	}
+	st := mustRun(t, "status", "--db", db, "--json")
+	insp := mustRun(t, "inspect", "--db", db, "--conversation", "conv-b", "--turn", "2")
+	if !strings.Contains(insp, "ABLATION:contagious-extractor") {
+		t.Errorf("inspect does not label the ablation:\n%s", insp)
+	}
+	_ = st
+	if _, _, err := runApp(t, "curate", "--db", db, "--strategies", "augment", "--ablation-contagious-extractor", "--ablation-single-pass"); err == nil {
+		t.Error("both ablations at once were accepted")
+	}
+}
+
+func TestPolicyFitExplainsWhatItNeeds(t *testing.T) {
+	db := ac3Run(t)
+	_, _, err := runApp(t, "policy", "fit", "--db", db)
+	if err == nil || !strings.Contains(err.Error(), "fc:ao") || !strings.Contains(err.Error(), "judge") {
+		t.Errorf("policy fit without judgments: %v", err)
+	}
+}
+
+func TestMemoryLearnThenCurateWithIt(t *testing.T) {
+	db := ac3Run(t)
+	srv, vars := ac3Server(t, analyzetest.Script{})
+	out := mustRunAC3Env(t, vars, "memory", "learn", "--db", db, "--conversations", "1")
+	if !strings.Contains(out, "learned on 1 conversations") {
+		t.Fatalf("memory learn:\n%s", out)
+	}
+	again := mustRunAC3Env(t, vars, "memory", "learn", "--db", db, "--conversations", "1")
+	if !strings.Contains(again, "already has cheatsheet") {
+		t.Errorf("second learn:\n%s", again)
+	}
+	srv.Reset()
+	mustRunAC3Env(t, vars, "curate", "--db", db, "--strategies", "reset", "--memory", "offline")
+	got := false
+	for _, c := range srv.Calls() {
+		if analyzetest.Kind(c.Request) == analyzetest.KindEvaluate && strings.Contains(c.Request.Last(), "cheatsheet version 1") {
+			got = true
+		}
+	}
+	if !got {
+		t.Error("step 2 did not receive the learned cheatsheet")
+	}
+	insp := mustRun(t, "inspect", "--db", db, "--conversation", "conv-b", "--turn", "3")
+	if !strings.Contains(insp, "memory ") {
+		t.Errorf("inspect does not show the memory hash:\n%s", insp)
+	}
+}
+
+func TestCurateConfigAC3Settings(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "run.yaml")
+	yaml := `run: {db: run.db}
+stages:
+  curate:
+    strategies: [fc, gated-reset]
+    gated_reset: {floor: 1, cap: 1}
+    augment: {warmup: 3}
+    memory: {regime: off}
+`
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(cfgPath, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := curateArgsFromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := a.ac3.gates["gated-reset"]; g.Floor != 1 || g.Cap != 1 || a.ac3.gates["augment"].Floor != 3 {
+		t.Errorf("gates from config: %+v", a.ac3.gates)
+	}
+	bad := strings.Replace(yaml, "memory: {regime: off}", "bogus: 1", 1)
+	if err := os.WriteFile(cfgPath, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ = loadConfig(cfgPath, func(string) string { return "" })
+	if _, err := curateArgsFromConfig(cfg); err == nil || !strings.Contains(err.Error(), "stages.curate.bogus") {
+		t.Errorf("unknown key: %v", err)
+	}
+}

@@ -1,0 +1,21 @@
+// Package report reads a finished (or partial) run from its ledger and
+// writes what a person wants to know about it: who wins each judged pair,
+// by how much and with what certainty, per dimension, turn type and round;
+// whether the judge favours a position; what each strategy costs in context
+// tokens; how often AC3's gate opens; what the model calls cost per role;
+// and the annotation distributions when those stages ran.
+//
+// Build collects everything into a Report; WriteJSON, WriteMarkdown and
+// WriteHTML render it. report.json carries every number with its n, its
+// interval and method, the bootstrap seed, the prompt versions, models and
+// endpoint names (never keys or URLs). report.md has the same tables for a
+// paper or a pull request. report.html is one self-contained file with the
+// charts drawn as inline SVG: no scripts, fonts or images are fetched, so it
+// opens offline and can be mailed around.
+//
+// Small samples are stated next to the number they affect, never hidden:
+// every summary carries the warnings of judge/stats.
+//
+// The package reads stored units through Source, which *ledger.Ledger
+// satisfies; it never calls a model and writes nothing to the run.
+package report

@@ -1,0 +1,254 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// Formats are the files Write can produce.
+var Formats = []string{"html", "md", "json"}
+
+// Write writes report.<format> into dir for each format (all when formats
+// is empty) and returns the paths written. Each file is written to a
+// temporary name and renamed, so a reader never sees half a report.
+func Write(dir string, r *Report, formats []string) ([]string, error) {
+	if len(formats) == 0 {
+		formats = Formats
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	var paths []string
+	for _, f := range formats {
+		var write func(io.Writer) error
+		switch f {
+		case "json":
+			write = r.WriteJSON
+		case "md", "markdown":
+			f, write = "md", r.WriteMarkdown
+		case "html":
+			write = r.WriteHTML
+		default:
+			return paths, fmt.Errorf("writing report: unknown format %q (want html, md, json)", f)
+		}
+		path := filepath.Join(dir, "report."+f)
+		tmp := path + ".partial"
+		file, err := os.Create(tmp)
+		if err != nil {
+			return paths, fmt.Errorf("creating %s: %w", path, err)
+		}
+		bw := bufio.NewWriter(file)
+		err = write(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
+		if err != nil {
+			os.Remove(tmp)
+			return paths, fmt.Errorf("writing %s: %w", path, err)
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// WriteMarkdown writes the report's tables as Markdown.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	b := &mdWriter{w: w}
+	b.f("# ac3 report: %s\n\n", r.Run)
+	b.f("%d conversations in the run. Win rate = %s. Intervals: %s, %s%% level, %d resamples, seed %d; %s for reference. Test: %s.\n\n",
+		r.Conversations, r.Settings.WinRate, r.Settings.Interval, fix(r.Settings.Level*100, 0), r.Settings.Resamples, r.Settings.Seed, r.Settings.Reference, r.Settings.Test)
+	if len(r.Judge.Prompts) > 0 {
+		b.f("Judge: prompt %s; models %s; endpoints %s; order %s; context %s",
+			list(r.Judge.Prompts), list(r.Judge.Models), list(r.Judge.Endpoints), list(r.Judge.Orders), list(r.Judge.Contexts))
+		if len(r.Judge.Seeds) > 0 {
+			b.f("; random order drawn from seed %s", strings.Trim(fmt.Sprint(r.Judge.Seeds), "[]"))
+		}
+		b.f(".\n\n")
+	}
+	for _, n := range r.Notes {
+		b.f("> %s\n\n", n)
+	}
+	if len(r.Pairs) > 0 {
+		b.f("## Win rates\n\n")
+		b.f("Rates are for the first strategy of each pair (A). n counts compared turns (× samples); ties count half.\n\n")
+		b.f("| pair | dimension | n | A wins | B wins | ties | win rate A | %s CI (bootstrap) | Wilson | sign p | convs | note |\n", pct(r.Settings.Level))
+		b.f("|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---|\n")
+		for _, p := range r.Pairs {
+			for _, d := range p.Dimensions {
+				s := d.Overall
+				b.f("| %s | %s | %d | %d | %d | %d | %s | %s | %s | %s | %d | %s |\n", p.Pair, d.Dimension, s.N, s.Wins, s.Losses, s.Ties, pct(s.WinRate), ivl(s.CI), ivl(s.Wilson), pval(s.SignTest.P), s.Conversations, esc(s.Warning))
+			}
+		}
+		b.f("\n")
+		for _, p := range r.Pairs {
+			b.f("### %s (A = %s, B = %s; context %s, order %s)\n\n", p.Pair, p.A, p.B, p.Context, p.Order)
+			b.f("%d turns judged, %d failed; %d comparisons, %d of them identical answers (ties without a call).\n\n", p.UnitsDone, p.UnitsFailed, p.Comparisons, p.Identical)
+			for _, d := range p.Dimensions {
+				b.f("**%s by turn type**\n\n", d.Dimension)
+				groupTable(b, "turn type", d.ByTurnType)
+				b.f("**%s by round**\n\n", d.Dimension)
+				groupTable(b, "round", d.ByRound)
+				pos := d.Position
+				if fs := pos.FirstShown; fs != nil {
+					b.f("Position (%s): the response shown first won %d of %d decisive verdicts (%s, Wilson %s, sign p %s; %d ties).", d.Dimension, fs.FirstWins, fs.Decisive, pct(fs.FirstShare), ivl(fs.Wilson), pval(fs.SignTest.P), fs.Ties)
+					if fs.Warning != "" {
+						b.f(" %s.", esc(fs.Warning))
+					}
+					b.f("\n")
+				}
+				if c := pos.Consistency; c != nil {
+					b.f("Both orders agreed on %d of %d pairs (%s, Wilson %s); %d flips favoured the first position, %d the second.\n", c.Consistent, c.Pairs, pct(c.Rate), ivl(c.Wilson), c.FirstBoth, c.SecondBoth)
+				}
+				b.f("\n")
+			}
+		}
+	}
+	if len(r.Respond) > 0 {
+		b.f("## Generated answers\n\n| variant | units done | failed | samples | mean completion tokens | mean context tokens | with reasoning | models | endpoints |\n|---|---:|---:|---:|---:|---:|---:|---|---|\n")
+		for _, x := range r.Respond {
+			b.f("| %s | %d | %d | %d | %s | %s | %d | %s | %s |\n", x.Variant, x.UnitsDone, x.UnitsFailed, x.Samples, fix(x.MeanCompletion, 1), fix(x.MeanContextToks, 1), x.WithReasoning, list(x.Models), list(x.Endpoints))
+		}
+		b.f("\n")
+	}
+	if len(r.Tokens) > 0 {
+		b.f("## Context tokens per strategy\n\n| strategy | n | mean | total | ratio to fc |\n|---|---:|---:|---:|---:|\n")
+		for _, t := range r.Tokens {
+			b.f("| %s | %d | %s | %d | %s |\n", t.Strategy, t.N, fix(t.Mean, 1), t.Total, fix(t.VsFC, 3))
+		}
+		b.f("\n**Mean context tokens by round** (n per cell in parentheses)\n\n")
+		rounds := tokenRounds(r.Tokens)
+		b.f("| strategy |")
+		for _, k := range rounds {
+			b.f(" %d |", k)
+		}
+		b.f("\n|---|%s\n", strings.Repeat("---:|", len(rounds)))
+		for _, t := range r.Tokens {
+			b.f("| %s |", t.Strategy)
+			for _, k := range rounds {
+				cell := "—"
+				for _, x := range t.ByRound {
+					if x.Round == k {
+						cell = fmt.Sprintf("%s (%d)", fix(x.Mean, 0), x.N)
+					}
+				}
+				b.f(" %s |", cell)
+			}
+			b.f("\n")
+		}
+		b.f("\n")
+	}
+	if len(r.Gates) > 0 {
+		b.f("## Gate-open rates\n\n| strategy | n | open | rate | Wilson |\n|---|---:|---:|---:|---|\n")
+		for _, g := range r.Gates {
+			b.f("| %s | %d | %d | %s | %s |\n", g.Strategy, g.N, g.Open, pct(g.Rate), ivl(g.Wilson))
+		}
+		b.f("\n")
+	}
+	b.f("## Cost by role\n\n")
+	if len(r.Cost.ByRole) == 0 {
+		b.f("No model calls recorded.\n\n")
+	} else {
+		b.f("| role | calls | cache hits | failed | prompt tokens | completion tokens | cost (USD) | models | stages |\n|---|---:|---:|---:|---:|---:|---:|---|---|\n")
+		for _, c := range r.Cost.ByRole {
+			b.f("| %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", c.Role, c.Calls, c.CacheHits, c.Failed, c.PromptTokens, c.CompletionTokens, fix(c.CostUSD, 4), list(c.Models), list(c.Stages))
+		}
+		b.f("| total | | | | | | %s | | |\n\n", fix(r.Cost.TotalUSD, 4))
+	}
+	if a := r.Annotations; a != nil {
+		b.f("## Annotations\n\n")
+		if d := a.TurnTypes; d != nil {
+			b.f("**Turn types** (annotator %s, n = %d, %d failed)\n\n", d.Annotator, d.N, d.Failed)
+			shareTable(b, "type", d.Shares)
+		}
+		if p := a.Pollution; p != nil {
+			b.f("**Context pollution** (annotator %s): %d of %d assistant turns (%s, Wilson %s); %d of %d conversations (%s).\n\n", p.Annotator, p.Present, p.Turns, pct(p.Rate), ivl(p.Wilson), p.Polluted, p.Conversations, pct(p.ConvRate))
+			if len(p.ByCategory) > 0 {
+				shareTable(b, "category", p.ByCategory)
+			}
+		}
+		if c := a.Constraints; c != nil {
+			b.f("**Session constraints** (annotator %s): %d new constraints on %d of %d user turns (%s); mean registry at the last turn %s over %d conversations.\n\n", c.Annotator, c.New, c.TurnsWithNew, c.Turns, pct(c.Rate), fix(c.MeanRegistry, 2), c.Conversations)
+			if len(c.ByType) > 0 {
+				shareTable(b, "type", c.ByType)
+			}
+		}
+	}
+	return b.err
+}
+
+func groupTable(b *mdWriter, key string, gs []Group) {
+	if len(gs) == 0 {
+		b.f("No comparisons.\n\n")
+		return
+	}
+	b.f("| %s | n | A | B | tie | win rate A | CI | sign p | note |\n|---|---:|---:|---:|---:|---:|---|---:|---|\n", key)
+	for _, g := range gs {
+		b.f("| %s | %d | %d | %d | %d | %s | %s | %s | %s |\n", g.Key, g.N, g.Wins, g.Losses, g.Ties, pct(g.WinRate), ivl(g.CI), pval(g.SignTest.P), esc(g.Warning))
+	}
+	b.f("\n")
+}
+
+func shareTable(b *mdWriter, key string, ss []Share) {
+	b.f("| %s | count | share | Wilson |\n|---|---:|---:|---|\n", key)
+	for _, s := range ss {
+		b.f("| %s | %d | %s | %s |\n", s.Key, s.Count, pct(s.Rate), ivl(s.Wilson))
+	}
+	b.f("\n")
+}
+
+func tokenRounds(ts []TokenRow) []int {
+	seen := map[int]bool{}
+	for _, t := range ts {
+		for _, x := range t.ByRound {
+			seen[x.Round] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func ivl(iv Interval) string {
+	if !iv.Lo.Known() || !iv.Hi.Known() {
+		return "—"
+	}
+	return "[" + pct(iv.Lo) + ", " + pct(iv.Hi) + "]"
+}
+
+func list(ss []string) string {
+	if len(ss) == 0 {
+		return "—"
+	}
+	return strings.Join(ss, ", ")
+}
+
+// esc keeps a cell's text from breaking the table.
+func esc(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+type mdWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (m *mdWriter) f(format string, args ...any) {
+	if m.err == nil {
+		_, m.err = fmt.Fprintf(m.w, format, args...)
+	}
+}

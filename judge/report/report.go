@@ -1,0 +1,622 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ac3/ac3/judge"
+	"github.com/ac3/ac3/judge/stats"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/respond"
+)
+
+// Schema names the layout of report.json; it changes only when fields are
+// renamed or removed.
+const Schema = "ac3.report/v1"
+
+// Source is what the report reads from a run; *ledger.Ledger satisfies it.
+type Source interface {
+	Path() string
+	Plans(ctx context.Context) (map[string][]ledger.Variant, error)
+	Units(ctx context.Context, stage string, variants []ledger.Variant, after, upto int64, fn func(ledger.Unit) error) error
+	Status(ctx context.Context) (ledger.Status, error)
+}
+
+// Options configure the statistics. Zero fields take judge/stats defaults.
+type Options struct {
+	Seed             uint64 // bootstrap seed (the run seed)
+	Resamples        int
+	Level            float64
+	MinN             int
+	MinConversations int
+}
+
+func (o Options) stats() stats.Options {
+	return stats.Options{Level: o.Level, Resamples: o.Resamples, Seed: o.Seed, MinN: o.MinN, MinConversations: o.MinConversations}
+}
+
+// Report is everything the report shows. Its JSON form is report.json.
+type Report struct {
+	Schema        string       `json:"schema"`
+	Run           string       `json:"run"` // the run file's name
+	Settings      Settings     `json:"settings"`
+	Conversations int64        `json:"conversations"`
+	Judge         JudgeInfo    `json:"judge"`
+	Pairs         []PairReport `json:"pairs"`
+	Respond       []RespondRow `json:"respond"`
+	Tokens        []TokenRow   `json:"tokens"`
+	Gates         []GateRow    `json:"gates,omitempty"` // only when AC3 contexts carry gate records
+	Cost          Cost         `json:"cost"`
+	Annotations   *Annotations `json:"annotations,omitempty"`
+	Notes         []string     `json:"notes"`
+}
+
+// Settings says how the numbers were computed.
+type Settings struct {
+	Level            Num    `json:"level"`
+	Interval         string `json:"interval"`
+	Resamples        int    `json:"resamples"`
+	Seed             uint64 `json:"seed"`
+	Reference        string `json:"reference_interval"`
+	Test             string `json:"test"`
+	WinRate          string `json:"win_rate"`
+	MinN             int    `json:"min_n"`
+	MinConversations int    `json:"min_conversations"`
+}
+
+// JudgeInfo lists what produced the verdicts.
+type JudgeInfo struct {
+	Prompts   []string `json:"prompts"`
+	Models    []string `json:"models"`
+	Endpoints []string `json:"endpoints"`
+	Orders    []string `json:"orders"`
+	Contexts  []string `json:"contexts"`
+	Seeds     []int64  `json:"seeds"` // run seeds the random orders were drawn from
+}
+
+// PairReport is one judged pair (one judge variant).
+type PairReport struct {
+	Pair        string      `json:"pair"`
+	A           string      `json:"a"`
+	B           string      `json:"b"`
+	Context     string      `json:"context"`
+	Order       string      `json:"order"`
+	UnitsDone   int         `json:"units_done"`
+	UnitsFailed int         `json:"units_failed"`
+	Comparisons int         `json:"comparisons"`
+	Identical   int         `json:"identical"` // ties without a call
+	Dimensions  []DimReport `json:"dimensions"`
+}
+
+// DimReport is one pair on one dimension.
+type DimReport struct {
+	Dimension  string   `json:"dimension"`
+	Overall    Summary  `json:"overall"`
+	ByTurnType []Group  `json:"by_turn_type"`
+	ByRound    []Group  `json:"by_round"`
+	Position   Position `json:"position"`
+}
+
+// Summary is a stats.Summary for strategy A in report form.
+type Summary struct {
+	N             int      `json:"n"`
+	Wins          int      `json:"wins"`
+	Losses        int      `json:"losses"`
+	Ties          int      `json:"ties"`
+	Invalid       int      `json:"invalid"`
+	Conversations int      `json:"conversations"`
+	WinRate       Num      `json:"win_rate"`
+	CI            Interval `json:"ci"`
+	Wilson        Interval `json:"wilson"`
+	SignTest      Test     `json:"sign_test"`
+	SmallN        bool     `json:"small_n"`
+	FewConvs      bool     `json:"few_conversations"`
+	Warning       string   `json:"warning,omitempty"`
+}
+
+// Interval is a confidence interval.
+type Interval struct {
+	Lo Num `json:"lo"`
+	Hi Num `json:"hi"`
+}
+
+// Test is an exact test result.
+type Test struct {
+	Name string `json:"name"`
+	K    int    `json:"k"` // successes (A's wins, first-shown wins, ...)
+	N    int    `json:"n"` // decisive comparisons
+	P    Num    `json:"p"`
+}
+
+// Group is one slice of a breakdown.
+type Group struct {
+	Key string `json:"key"` // turn type ("unclassified" when none) or round number
+	Summary
+}
+
+// Position holds the position-bias diagnostics of one pair and dimension.
+type Position struct {
+	FirstShown  *Bias        `json:"first_shown"`           // share of decisive verdicts won by the response shown first
+	Consistency *Consistency `json:"consistency,omitempty"` // order both only
+}
+
+// Bias is stats.PositionBias in report form.
+type Bias struct {
+	Known      int      `json:"known"`
+	Ties       int      `json:"ties"`
+	Decisive   int      `json:"decisive"`
+	FirstWins  int      `json:"first_wins"`
+	FirstShare Num      `json:"first_share"`
+	Wilson     Interval `json:"wilson"`
+	SignTest   Test     `json:"sign_test"`
+	SmallN     bool     `json:"small_n"`
+	Warning    string   `json:"warning,omitempty"`
+}
+
+// Consistency is stats.Consistency in report form.
+type Consistency struct {
+	Pairs      int      `json:"pairs"`
+	Invalid    int      `json:"invalid"`
+	Consistent int      `json:"consistent"`
+	Rate       Num      `json:"rate"`
+	Wilson     Interval `json:"wilson"`
+	FirstBoth  int      `json:"first_both"`  // flips won by the first position both times
+	SecondBoth int      `json:"second_both"` // flips won by the second position both times
+}
+
+// RespondRow summarizes one respond variant.
+type RespondRow struct {
+	Variant         string   `json:"variant"`
+	UnitsDone       int      `json:"units_done"`
+	UnitsFailed     int      `json:"units_failed"`
+	Samples         int      `json:"samples"`
+	MeanCompletion  Num      `json:"mean_completion_tokens"`
+	WithReasoning   int      `json:"samples_with_reasoning"`
+	Models          []string `json:"models"`
+	Endpoints       []string `json:"endpoints"`
+	MeanContextToks Num      `json:"mean_context_tokens"`
+}
+
+// TokenRow is one curate strategy's context size.
+type TokenRow struct {
+	Strategy string     `json:"strategy"`
+	N        int        `json:"n"`
+	Mean     Num        `json:"mean"`
+	Total    int64      `json:"total"`
+	VsFC     Num        `json:"ratio_to_fc"` // mean over fc's mean on the same turns; null without fc
+	ByRound  []RoundTok `json:"by_round"`
+}
+
+// RoundTok is the mean context size of one round.
+type RoundTok struct {
+	Round int `json:"round"`
+	N     int `json:"n"`
+	Mean  Num `json:"mean"`
+}
+
+// GateRow is how often an AC3 strategy's gate opened.
+type GateRow struct {
+	Strategy string      `json:"strategy"`
+	N        int         `json:"n"`
+	Open     int         `json:"open"`
+	Rate     Num         `json:"rate"`
+	Wilson   Interval    `json:"wilson"`
+	ByRound  []RoundGate `json:"by_round"`
+}
+
+// RoundGate is the gate-open rate of one round.
+type RoundGate struct {
+	Round int `json:"round"`
+	N     int `json:"n"`
+	Open  int `json:"open"`
+	Rate  Num `json:"rate"`
+}
+
+// Cost sums the run's model calls.
+type Cost struct {
+	ByRole   []RoleCost `json:"by_role"`
+	TotalUSD Num        `json:"total_usd"`
+}
+
+// RoleCost is one role's calls.
+type RoleCost struct {
+	Role             string   `json:"role"`
+	Calls            int64    `json:"calls"`
+	CacheHits        int64    `json:"cache_hits"`
+	Failed           int64    `json:"failed"`
+	PromptTokens     int64    `json:"prompt_tokens"`
+	CompletionTokens int64    `json:"completion_tokens"`
+	CostUSD          Num      `json:"cost_usd"`
+	Models           []string `json:"models"`
+	Stages           []string `json:"stages"`
+}
+
+// Build reads the run and computes the report.
+func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
+	so := opts.stats()
+	def := stats.Summarize(nil, so) // resolves defaults
+	r := &Report{
+		Schema: Schema,
+		Run:    filepath.Base(src.Path()),
+		Settings: Settings{
+			Level: Num(def.Level), Resamples: def.Resamples, Seed: opts.Seed,
+			Interval:  "percentile bootstrap resampling whole conversations (turns of one conversation are correlated)",
+			Reference: "Wilson score interval (ties as half wins, ignoring clustering)",
+			Test:      "exact two-sided sign test on decisive comparisons (ties dropped)",
+			WinRate:   "(wins + ties/2) / n, for strategy A of the pair",
+			MinN:      cmpOr(opts.MinN, stats.DefaultMinN), MinConversations: cmpOr(opts.MinConversations, stats.DefaultMinConversations),
+		},
+		Pairs: []PairReport{}, Respond: []RespondRow{}, Tokens: []TokenRow{}, Notes: []string{},
+		Judge: JudgeInfo{Prompts: []string{}, Models: []string{}, Endpoints: []string{}, Orders: []string{}, Contexts: []string{}, Seeds: []int64{}},
+	}
+	st, err := src.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.Conversations = st.Conversations
+	plans, err := src.Plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ann, types, err := readAnnotations(ctx, src, plans)
+	if err != nil {
+		return nil, err
+	}
+	r.Annotations = ann
+	if err := r.addPairs(ctx, src, plans[judge.StageName], types, so); err != nil {
+		return nil, err
+	}
+	if err := r.addRespond(ctx, src, plans[respond.StageName]); err != nil {
+		return nil, err
+	}
+	if err := r.addTokens(ctx, src, plans[curate.StageName], so); err != nil {
+		return nil, err
+	}
+	r.addCost(st)
+	if len(r.Pairs) == 0 {
+		r.Notes = append(r.Notes, "no judge verdicts in this run yet: run respond and judge (or 'ac3 run' with stages.respond and stages.judge)")
+	}
+	return r, nil
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+const maxSeq = math.MaxInt64
+
+func (r *Report) addPairs(ctx context.Context, src Source, variants []ledger.Variant, types map[turnKey]string, so stats.Options) error {
+	prompts, models, endpoints, orders, contexts, seeds := set{}, set{}, set{}, set{}, set{}, map[int64]bool{}
+	for _, v := range variants {
+		pr := PairReport{Pair: v.Name}
+		var obs []judge.Observation
+		err := src.Units(ctx, judge.StageName, []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
+			if u.Status != ledger.Done {
+				pr.UnitsFailed++
+				return nil
+			}
+			pr.UnitsDone++
+			o, err := judge.Decode(u.Output)
+			if err != nil {
+				return fmt.Errorf("reading judge unit %s: %w", u.Key, err)
+			}
+			pr.A, pr.B, pr.Context, pr.Order = o.A, o.B, o.Context, o.Order
+			prompts.add(o.Prompt)
+			orders.add(o.Order)
+			contexts.add(o.Context)
+			if o.Order == judge.OrderRandom {
+				seeds[o.Seed] = true
+			}
+			for _, c := range o.Comparisons {
+				pr.Comparisons++
+				if c.Identical {
+					pr.Identical++
+				}
+				for _, call := range c.Calls {
+					models.add(call.Model)
+					endpoints.add(call.Endpoint)
+				}
+			}
+			ob, err := judge.Observations(u)
+			obs = append(obs, ob...)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if pr.A == "" {
+			pr.A, pr.B, _ = strings.Cut(strings.SplitN(v.Name, "/", 2)[0], ":")
+		}
+		for _, d := range judge.Dimensions() {
+			pr.Dimensions = append(pr.Dimensions, dimReport(d, obs, types, so))
+		}
+		r.Pairs = append(r.Pairs, pr)
+	}
+	r.Judge.Prompts, r.Judge.Models, r.Judge.Endpoints = prompts.sorted(), models.sorted(), endpoints.sorted()
+	r.Judge.Orders, r.Judge.Contexts = orders.sorted(), contexts.sorted()
+	for s := range seeds {
+		r.Judge.Seeds = append(r.Judge.Seeds, s)
+	}
+	slices.Sort(r.Judge.Seeds)
+	return nil
+}
+
+// Unclassified names turns without a turn-type annotation in breakdowns.
+const Unclassified = "unclassified"
+
+func dimReport(d string, all []judge.Observation, types map[turnKey]string, so stats.Options) DimReport {
+	var vs, single []stats.Verdict
+	var pairs []stats.OrderPair
+	both := false
+	for _, o := range all {
+		if o.Dimension != d {
+			continue
+		}
+		tt := types[turnKey{o.ConvID, o.Turn}]
+		if tt == "" {
+			tt = Unclassified
+		}
+		vs = append(vs, o.Verdict(tt))
+		if o.Order == judge.OrderBoth {
+			both = true
+			if !o.Identical {
+				pairs = append(pairs, o.OrderPair(tt))
+			}
+		} else if o.FirstShown != stats.SideUnknown {
+			single = append(single, o.Verdict(tt))
+		}
+	}
+	dr := DimReport{Dimension: d, Overall: summary(stats.Summarize(vs, so))}
+	for _, g := range stats.ByTurnType(vs, so) {
+		dr.ByTurnType = append(dr.ByTurnType, Group{Key: g.TurnType, Summary: summary(g.Summary)})
+	}
+	for _, g := range stats.ByRound(vs, so) {
+		dr.ByRound = append(dr.ByRound, Group{Key: fmt.Sprint(g.Turn), Summary: summary(g.Summary)})
+	}
+	if dr.ByTurnType == nil {
+		dr.ByTurnType = []Group{}
+	}
+	if dr.ByRound == nil {
+		dr.ByRound = []Group{}
+	}
+	if both {
+		single = stats.SplitOrders(pairs)
+		c := stats.PositionConsistency(pairs, so)
+		dr.Position.Consistency = &Consistency{
+			Pairs: c.Pairs, Invalid: c.Invalid, Consistent: c.Consistent, Rate: Num(c.Rate),
+			Wilson: interval(c.Wilson), FirstBoth: c.FirstBoth, SecondBoth: c.SecondBoth,
+		}
+	}
+	pb := stats.MeasurePositionBias(single, so)
+	dr.Position.FirstShown = &Bias{
+		Known: pb.Known, Ties: pb.Ties, Decisive: pb.Decisive, FirstWins: pb.FirstWins,
+		FirstShare: Num(pb.FirstShare), Wilson: interval(pb.Wilson),
+		SignTest: Test{Name: "exact two-sided sign test vs 1/2", K: pb.FirstWins, N: pb.Decisive, P: Num(pb.P)},
+		SmallN:   pb.SmallN, Warning: pb.Warning,
+	}
+	return dr
+}
+
+func summary(s stats.Summary) Summary {
+	return Summary{
+		N: s.N, Wins: s.Wins, Losses: s.Losses, Ties: s.Ties, Invalid: s.Invalid, Conversations: s.Conversations,
+		WinRate: Num(s.WinRate), CI: interval(s.Bootstrap), Wilson: interval(s.Wilson),
+		SignTest: Test{Name: "exact two-sided sign test", K: s.Wins, N: s.Decisive(), P: Num(s.SignP)},
+		SmallN:   s.SmallN, FewConvs: s.FewConversations, Warning: s.Warning,
+	}
+}
+
+func interval(iv stats.Interval) Interval { return Interval{Num(iv.Lo), Num(iv.Hi)} }
+
+func (r *Report) addRespond(ctx context.Context, src Source, variants []ledger.Variant) error {
+	for _, v := range variants {
+		row := RespondRow{Variant: v.Name}
+		models, endpoints := set{}, set{}
+		var compl, ctxTok int64
+		err := src.Units(ctx, respond.StageName, []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
+			if u.Status != ledger.Done {
+				row.UnitsFailed++
+				return nil
+			}
+			row.UnitsDone++
+			o, err := respond.Decode(u.Output)
+			if err != nil {
+				return fmt.Errorf("reading respond unit %s: %w", u.Key, err)
+			}
+			models.add(o.Model)
+			endpoints.add(o.Endpoint)
+			ctxTok += int64(o.ContextTokens)
+			for _, s := range o.Samples {
+				row.Samples++
+				compl += int64(s.CompletionTokens)
+				if s.Reasoning != "" {
+					row.WithReasoning++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		row.MeanCompletion, row.MeanContextToks = ratio(compl, row.Samples), ratio(ctxTok, row.UnitsDone)
+		row.Models, row.Endpoints = models.sorted(), endpoints.sorted()
+		r.Respond = append(r.Respond, row)
+	}
+	return nil
+}
+
+func ratio(a int64, n int) Num {
+	if n == 0 {
+		return Num(math.NaN())
+	}
+	return Num(float64(a) / float64(n))
+}
+
+func (r *Report) addTokens(ctx context.Context, src Source, variants []ledger.Variant, so stats.Options) error {
+	type acc struct {
+		n   int
+		sum int64
+	}
+	byTurn := map[string]map[turnKey]int64{}
+	for _, v := range variants {
+		row := TokenRow{Strategy: v.Name, ByRound: []RoundTok{}}
+		rounds := map[int]*acc{}
+		gate := GateRow{Strategy: v.Name}
+		gRounds := map[int]*RoundGate{}
+		byTurn[v.Name] = map[turnKey]int64{}
+		err := src.Units(ctx, curate.StageName, []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
+			if u.Status != ledger.Done {
+				return nil
+			}
+			row.N++
+			row.Total += u.Tokens
+			byTurn[v.Name][turnKey{u.ConvID, u.Turn}] = u.Tokens
+			a := rounds[u.Turn]
+			if a == nil {
+				a = &acc{}
+				rounds[u.Turn] = a
+			}
+			a.n++
+			a.sum += u.Tokens
+			if open, ok := gateOpen(u.Output); ok {
+				gate.N++
+				g := gRounds[u.Turn]
+				if g == nil {
+					g = &RoundGate{Round: u.Turn}
+					gRounds[u.Turn] = g
+				}
+				g.N++
+				if open {
+					gate.Open++
+					g.Open++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		row.Mean = ratio(row.Total, row.N)
+		for _, k := range sortedKeys(rounds) {
+			row.ByRound = append(row.ByRound, RoundTok{Round: k, N: rounds[k].n, Mean: ratio(rounds[k].sum, rounds[k].n)})
+		}
+		r.Tokens = append(r.Tokens, row)
+		if gate.N > 0 {
+			gate.Rate = ratio(int64(gate.Open), gate.N)
+			gate.Wilson = interval(stats.Wilson(float64(gate.Open), gate.N, stats.Summarize(nil, so).Level))
+			for _, k := range sortedKeys(gRounds) {
+				g := gRounds[k]
+				g.Rate = ratio(int64(g.Open), g.N)
+				gate.ByRound = append(gate.ByRound, *g)
+			}
+			r.Gates = append(r.Gates, gate)
+		}
+	}
+	// Ratio to fc on the turns both have, so strategies curated over
+	// different turns are still compared like with like.
+	if fc, ok := byTurn["fc"]; ok {
+		for i := range r.Tokens {
+			var a, b int64
+			for k, t := range byTurn[r.Tokens[i].Strategy] {
+				if f, ok := fc[k]; ok {
+					a += t
+					b += f
+				}
+			}
+			r.Tokens[i].VsFC = Num(math.NaN())
+			if b > 0 {
+				r.Tokens[i].VsFC = Num(float64(a) / float64(b))
+			}
+		}
+	} else {
+		for i := range r.Tokens {
+			r.Tokens[i].VsFC = Num(math.NaN())
+		}
+	}
+	return nil
+}
+
+// gateOpen reads an AC3 gate record from a stored curated context, when the
+// strategy wrote one. It decodes defensively: the curate package owns the
+// layout, and contexts of deterministic strategies carry none.
+func gateOpen(b []byte) (open, ok bool) {
+	if _, err := curate.DecodeContext(b); err != nil {
+		return false, false
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(b, &probe) != nil {
+		return false, false
+	}
+	return gateFromProbe(probe)
+}
+
+func (r *Report) addCost(st ledger.Status) {
+	byRole := map[string]*RoleCost{}
+	models, stages := map[string]set{}, map[string]set{}
+	var total float64
+	for _, u := range st.LLM {
+		rc := byRole[u.Role]
+		if rc == nil {
+			rc = &RoleCost{Role: u.Role}
+			byRole[u.Role] = rc
+			models[u.Role], stages[u.Role] = set{}, set{}
+		}
+		rc.Calls += u.Calls
+		rc.CacheHits += u.CacheHits
+		rc.Failed += u.Failed
+		rc.PromptTokens += u.PromptTokens
+		rc.CompletionTokens += u.CompletionTokens
+		rc.CostUSD += Num(u.CostUSD)
+		total += u.CostUSD
+		models[u.Role].add(u.Model)
+		stages[u.Role].add(u.Stage)
+	}
+	r.Cost.ByRole = []RoleCost{}
+	for _, k := range sortedKeys(byRole) {
+		rc := byRole[k]
+		rc.Models, rc.Stages = models[k].sorted(), stages[k].sorted()
+		r.Cost.ByRole = append(r.Cost.ByRole, *rc)
+	}
+	r.Cost.TotalUSD = Num(total)
+}
+
+type set map[string]bool
+
+func (s set) add(v string) {
+	if v != "" {
+		s[v] = true
+	}
+}
+
+func (s set) sorted() []string {
+	out := make([]string, 0, len(s))
+	for k := range s {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedKeys[K int | string, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+type turnKey struct {
+	conv string
+	turn int
+}

@@ -1,0 +1,141 @@
+package curate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ac3/ac3/pipeline/ledger"
+)
+
+// UnitSource reads another stage's stored units of one conversation (turn 0
+// means every turn). *ledger.Ledger satisfies it.
+type UnitSource interface {
+	ConversationUnits(ctx context.Context, stage, convID string, turn int) ([]ledger.Unit, error)
+}
+
+// Upstream names the variant of another stage a strategy reads. Variant
+// defaults to "llm"; an empty Version accepts any version, which is only
+// safe when the stage ran one version (commands pass the version of the
+// stage's current plan, so a re-annotation changes the unit keys here too).
+type Upstream struct {
+	Variant string
+	Version string
+}
+
+func (u Upstream) variant() string {
+	if u.Variant == "" {
+		return "llm"
+	}
+	return u.Variant
+}
+
+func (u Upstream) String() string { return u.variant() + "@" + u.Version }
+
+// unitsByTurn reads stage's done units of c for the upstream variant, by
+// turn. Units of other variants or versions are ignored.
+func unitsByTurn(ctx context.Context, src UnitSource, stage, convID string, up Upstream) (map[int]ledger.Unit, error) {
+	us, err := src.ConversationUnits(ctx, stage, convID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s units of %s: %w", stage, convID, err)
+	}
+	out := map[int]ledger.Unit{}
+	for _, u := range us {
+		if u.Variant != up.variant() || (up.Version != "" && u.Version != up.Version) || u.Status != ledger.Done {
+			continue
+		}
+		out[u.Turn] = u
+	}
+	return out, nil
+}
+
+// TurnError reports that one turn could not be curated: a model answer that
+// stayed malformed after its retries, a request the endpoint rejected, or a
+// missing upstream unit. Contexts returns it with the contexts of the turns
+// before it; the stage records those as done and this turn as failed, and
+// stops the conversation there, since later turns of a stateful strategy
+// depend on this one. `ac3 retry` re-queues it.
+type TurnError struct {
+	Turn int
+	Raw  string // the model's last raw answer, when there was one
+	Err  error
+}
+
+func (e *TurnError) Error() string { return fmt.Sprintf("turn %d: %v", e.Turn, e.Err) }
+
+func (e *TurnError) Unwrap() error { return e.Err }
+
+// Gate is when an AC3 operator may act: only at user turns t > Floor, and,
+// for the operators that remove content, at most Cap times per conversation
+// (0: no cap). For augment the floor is its warm-up W.
+type Gate struct {
+	Floor int
+	Cap   int
+}
+
+// DefaultGate returns an operator's default gate: gated-reset skips the
+// first 2 user turns and resets at most 3 times; augment warms up for 2
+// turns; reset and rewrite act from the first curated turn with no cap.
+func DefaultGate(op string) Gate {
+	switch op {
+	case OpGatedReset:
+		return Gate{Floor: 2, Cap: 3}
+	case OpAugment:
+		return Gate{Floor: 2}
+	}
+	return Gate{}
+}
+
+// Memory is a frozen cheatsheet given to step 2 of every analysis (the
+// offline regime of the optional AC3 memory). Hash identifies it in unit
+// keys; see analyze.MemoryHash.
+type Memory struct {
+	Cheatsheet string
+	Hash       string
+}
+
+func modelByName(name string, opts Options) (Strategy, bool, error) {
+	switch name {
+	case OpAugment, OpReset, OpGatedReset, OpRewrite:
+		if opts.Analyzer == nil {
+			return nil, false, nil
+		}
+		g, ok := opts.Gates[name]
+		if !ok {
+			g = DefaultGate(name)
+		}
+		if g.Floor < 0 || g.Cap < 0 {
+			return nil, false, fmt.Errorf("building strategy %q: floor and cap must be >= 0 (got %d, %d)", name, g.Floor, g.Cap)
+		}
+		return newOperator(name, opts.Analyzer, g, opts.Memory), true, nil
+	case "sum":
+		if opts.Analyzer == nil {
+			return nil, false, nil
+		}
+		return newSummarized(opts.Analyzer), true, nil
+	case "adaptive":
+		s, err := newAdaptive(opts)
+		if errors.Is(err, errAdaptiveInputs) {
+			return nil, false, nil
+		}
+		return s, err == nil, err
+	}
+	return nil, false, nil
+}
+
+// classifyUnit is the part of a classify unit adaptive reads.
+type classifyUnit struct {
+	Type string   `json:"type"`
+	Refs []string `json:"refs"`
+}
+
+// ClassifyType reads the turn type ("new_ask", "feedback", "no_feedback")
+// from a classify unit's output.
+func ClassifyType(output []byte) (string, error) {
+	var u classifyUnit
+	if err := json.Unmarshal(output, &u); err != nil {
+		return "", fmt.Errorf("decoding classify unit: %w", err)
+	}
+	return u.Type, nil
+}

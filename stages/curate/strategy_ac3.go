@@ -1,0 +1,248 @@
+package curate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/analyze"
+)
+
+// The AC3 operators.
+const (
+	OpAugment    = "augment"
+	OpReset      = "reset"
+	OpGatedReset = "gated-reset"
+	OpRewrite    = "rewrite"
+)
+
+// templateVersion versions the fixed texts below (reset template, augment
+// and rewrite framing); bump it when any of them changes.
+const templateVersion = "t1"
+
+// ResetText fills the reset template with an analysis: the consolidated
+// request and the earlier work that fits it. It is fixed text around the two
+// fields, so the same analysis always gives the same context and no call is
+// needed. The user's latest message follows it in the same user message.
+func ResetText(spec, aligned string) string {
+	if strings.TrimSpace(aligned) == "" {
+		aligned = "(nothing yet)"
+	}
+	return "[Context reset] The conversation up to this point has been replaced by a reviewed summary. " +
+		"It states what the user is asking for, consolidated from the user's own messages, and the earlier work that fits that request. " +
+		"The earlier assistant replies themselves are not shown.\n\n" +
+		"What the user wants:\n" + strings.TrimSpace(spec) + "\n\n" +
+		"Earlier work that fits the request:\n" + strings.TrimSpace(aligned) + "\n\n" +
+		"[End of summary. The user's latest message follows.]"
+}
+
+// AugmentText is the analysis as augment appends it after u_t, marked as a
+// reviewer's note so the respondent does not take it for the user's words.
+func AugmentText(a analyze.Analysis) string {
+	return "[Review of the conversation so far, added by a reviewer; not written by the user]\n\n" +
+		"What the user wants:\n" + strings.TrimSpace(a.Spec) + "\n\n" +
+		"What fits the request so far:\n" + orNothing(a.Aligned) + "\n\n" +
+		"Problems to avoid:\n" + orNothing(a.Issues) + "\n\n" +
+		"[End of review]"
+}
+
+// RewriteText frames the rewrite call's briefing, which replaces the
+// history; the user's latest message follows it.
+func RewriteText(briefing string) string {
+	return "[Context rewritten] The conversation up to this point has been replaced by the following briefing.\n\n" +
+		strings.TrimSpace(briefing) + "\n\n[End of briefing. The user's latest message follows.]"
+}
+
+func orNothing(s string) string {
+	if s = strings.TrimSpace(s); s == "" {
+		return "(nothing)"
+	}
+	return s
+}
+
+// Operator is an AC3 operator (augment, reset, gated-reset, rewrite) over
+// the shared analysis.
+//
+// At each curated turn t > Gate.Floor (and, for reset and rewrite, while
+// fewer than Gate.Cap resets happened) the analyzer runs on the original U_t
+// and C_t; then:
+//
+//   - augment: C_t with the analysis appended after u_t (always, once warm);
+//   - reset, gated-reset: when the issues are not None, the history is
+//     replaced by ResetText(spec, aligned) followed by u_t; otherwise the
+//     context is left as it stands;
+//   - rewrite: when the issues are not None, one more call writes a briefing
+//     that replaces the history, followed by u_t.
+//
+// Replay over a logged conversation: once a reset (or rewrite) happened at
+// turn k, the context of a later turn t is rebuilt as the reset context of
+// turn k (system message, then the template joined with u_k) followed by the
+// logged messages after u_k up to u_t (a_k, u_{k+1}, …, u_t), unless turn t
+// resets again. The logged replies a_k… were written from the original
+// history, which is what replay can offer; the analysis of turn t is
+// likewise made over the original U_t and C_t, so one analysis per turn
+// serves every operator, and the cap counts resets whether or not the
+// history had changed.
+type Operator struct {
+	op      string
+	an      *analyze.Analyzer
+	gate    Gate
+	memory  Memory
+	version string
+}
+
+func newOperator(op string, an *analyze.Analyzer, g Gate, m Memory) *Operator {
+	v := fmt.Sprintf("%s;%s;floor=%d;cap=%d", templateVersion, an.Version(), g.Floor, g.Cap)
+	if op == OpRewrite {
+		v += ";" + an.RewriteVersion()
+	}
+	if m.Hash != "" {
+		v += ";memory=" + m.Hash
+	}
+	return &Operator{op: op, an: an, gate: g, memory: m, version: v}
+}
+
+// Name returns the operator's name.
+func (s *Operator) Name() string { return s.op }
+
+// Version includes the analyzer's prompts (and any ablation), the gate, the
+// fixed texts and the memory's hash.
+func (s *Operator) Version() string { return s.version }
+
+// Gate returns the operator's floor and cap.
+func (s *Operator) Gate() Gate { return s.gate }
+
+// analysisResult is a memoized analysis of one turn.
+type analysisResult struct {
+	a   analyze.Analysis
+	use analyze.Usage
+	err error
+}
+
+// analysis returns the analysis of turn t, running it once per conversation
+// for every operator with the same analyzer and memory.
+func analysisOf(ctx context.Context, an *analyze.Analyzer, m Memory, c *conv.Conversation, t int, tc *TokenCache) (analyze.Analysis, analyze.Usage, error) {
+	k := memoKey{kind: "analysis", version: an.Version() + "|" + m.Hash, n: t}
+	if v, ok := tc.recall(k); ok {
+		r := v.(analysisResult)
+		return r.a, r.use, r.err
+	}
+	a, use, err := an.Analyze(ctx, c, t, m.Cheatsheet, tc.Retry())
+	if err != nil {
+		if raw, ok := analyze.Failure(err); ok {
+			err = &TurnError{Turn: t, Raw: raw, Err: err}
+		}
+	}
+	if ctx.Err() == nil {
+		tc.remember(k, analysisResult{a, use, err})
+	}
+	return a, use, err
+}
+
+// Contexts builds the operator's context for each turn t >= from. It
+// returns a *TurnError with the contexts before a turn whose analysis
+// failed; any other error stops the run.
+func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
+	sel, _ := selectTurns(c, from)
+	head, _ := systemHead(c, tc)
+	var (
+		out    []Context
+		base   []Part // context up to and including u_k after the last reset at k; nil before any
+		baseAt int    // message index of u_k
+		resets int
+	)
+	// current is the context of turn tr without a new action: the original
+	// history, or the last reset context continued with the logged messages.
+	current := func(tr conv.Turn) []Part {
+		var parts []Part
+		if base == nil {
+			parts = make([]Part, 0, len(head)+tr.User+1)
+			parts = append(parts, head...)
+			for i := 0; i <= tr.User; i++ {
+				parts = append(parts, MessagePart(i))
+			}
+			return parts
+		}
+		parts = append(make([]Part, 0, len(base)+tr.User-baseAt), base...)
+		for i := baseAt + 1; i <= tr.User; i++ {
+			parts = append(parts, MessagePart(i))
+		}
+		return parts
+	}
+	replaced := func(text string, tr conv.Turn) []Part {
+		parts := append(make([]Part, 0, len(head)+2), head...)
+		u := MessagePart(tr.User)
+		u.Join = true
+		return append(parts, TextPart(conv.User, text), u)
+	}
+	for _, tr := range sel {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		info := Info{Operator: s.op, Memory: s.memory.Hash, Resets: resets}
+		var parts []Part
+		removes := s.op != OpAugment
+		switch {
+		case tr.Index <= s.gate.Floor:
+			info.Action = ActionFloor
+			if !removes {
+				info.Action = ActionWarmup
+			}
+		case removes && s.gate.Cap > 0 && resets >= s.gate.Cap:
+			info.Action = ActionCap
+		}
+		if info.Action != "" {
+			parts = current(tr)
+			if base != nil {
+				info.Action += "+" + ActionContinue
+			}
+		} else {
+			a, use, err := analysisOf(ctx, s.an, s.memory, c, tr.Index, tc)
+			if err != nil {
+				return out, err
+			}
+			info.Analyzed, info.Analysis, info.AnalysisUsage = true, a, use
+			switch {
+			case s.op == OpAugment:
+				parts = current(tr)
+				extra := TextPart(conv.User, AugmentText(a))
+				extra.Join = true
+				parts = append(parts, extra)
+				info.Action, info.GateOpen = ActionAugment, true
+			case !a.HasIssues():
+				parts = current(tr)
+				info.Action = ActionPass
+				if base != nil {
+					info.Action = ActionContinue
+				}
+			case s.op == OpRewrite:
+				ct, _ := c.ContextBefore(tr.Index)
+				text, use, err := s.an.Rewrite(ctx, a, ct, tc.Retry())
+				info.OperatorUsage = use
+				if err != nil {
+					if raw, ok := analyze.Failure(err); ok {
+						return out, &TurnError{Turn: tr.Index, Raw: raw, Err: err}
+					}
+					return out, err
+				}
+				parts = replaced(RewriteText(text), tr)
+				fallthrough
+			default: // reset, gated-reset
+				if parts == nil {
+					parts = replaced(ResetText(a.Spec, a.Aligned), tr)
+				}
+				resets++
+				base, baseAt = parts, tr.User
+				info.Action, info.GateOpen, info.Resets = s.op, true, resets
+				if s.op != OpRewrite {
+					info.Action = ActionReset
+				}
+			}
+		}
+		n := len(parts)
+		parts = parts[:n:n]
+		out = append(out, Context{Strategy: s.op, Turn: tr.Index, Parts: parts, Tokens: tc.Total(parts), Messages: messageCount(parts), Info: info})
+	}
+	return out, nil
+}
