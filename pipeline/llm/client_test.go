@@ -78,9 +78,11 @@ func TestRetriesTransientFaults(t *testing.T) {
 		timeout    time.Duration
 		minElapsed time.Duration
 		limited    bool
+		dateAhead  time.Duration // set Retry-After to an HTTP date this far ahead, when the subtest starts
 	}{
 		{name: "429 with Retry-After seconds", fault: llmtest.Fault{Kind: llmtest.Status, Status: 429, Headers: map[string]string{"Retry-After": "1"}}, minElapsed: time.Second, limited: true},
-		{name: "429 with Retry-After HTTP date", fault: llmtest.Fault{Kind: llmtest.Status, Status: 429, Headers: map[string]string{"Retry-After": time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)}}, minElapsed: 500 * time.Millisecond, limited: true},
+		// HTTP dates have whole seconds, so 2s ahead is at least 1s ahead.
+		{name: "429 with Retry-After HTTP date", fault: llmtest.Fault{Kind: llmtest.Status, Status: 429}, dateAhead: 2 * time.Second, minElapsed: 500 * time.Millisecond, limited: true},
 		{name: "429 with retry-after-ms", fault: llmtest.Fault{Kind: llmtest.Status, Status: 429, Headers: map[string]string{"retry-after-ms": "300"}}, minElapsed: 300 * time.Millisecond, limited: true},
 		{name: "429 with x-ratelimit reset", fault: llmtest.Fault{Kind: llmtest.Status, Status: 429, Headers: map[string]string{
 			"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "400ms", "x-ratelimit-remaining-requests": "12", "x-ratelimit-reset-requests": "6m0s"}}, minElapsed: 400 * time.Millisecond, limited: true},
@@ -94,6 +96,9 @@ func TestRetriesTransientFaults(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if tc.dateAhead > 0 {
+				tc.fault.Headers = map[string]string{"Retry-After": time.Now().Add(tc.dateAhead).UTC().Format(http.TimeFormat)}
+			}
 			h := newHarness(t, llmtest.Options{}, func(e *llm.Endpoint) {
 				if tc.timeout > 0 {
 					e.Timeout = tc.timeout
