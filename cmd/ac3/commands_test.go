@@ -225,3 +225,61 @@ func TestExpandEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestAnnotationsAndSFTExports(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "run.db")
+	mustRun(t, "ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl"))
+	if _, _, err := runApp(t, "export", "--db", db, "--what", "annotations", "--format", "jsonl", "--out", filepath.Join(dir, "a.jsonl")); err == nil {
+		t.Error("annotations export before any annotation succeeded")
+	}
+	mustRun(t, "annotate", "--db", db, "--stages", "classify,constraints", "--annotator", "heuristic")
+	mustRun(t, "curate", "--db", db, "--strategies", "fc,ao")
+	ann := filepath.Join(dir, "a.jsonl")
+	mustRun(t, "export", "--db", db, "--what", "annotations", "--format", "jsonl", "--out", ann)
+	b, _ := os.ReadFile(ann)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	typed := 0
+	for _, line := range lines {
+		var row struct {
+			Turn      int     `json:"turn"`
+			TurnType  *string `json:"turn_type"`
+			Annotator *string `json:"classify_annotator"`
+			Registry  *string `json:"constraints_registry"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if row.TurnType != nil {
+			typed++
+			if row.Turn < 2 || row.Annotator == nil || *row.Annotator != "heuristic" {
+				t.Errorf("row %+v", row)
+			}
+		}
+		if row.Registry == nil {
+			t.Errorf("turn %d has no constraint registry", row.Turn)
+		}
+	}
+	if typed == 0 || typed >= len(lines) {
+		t.Errorf("%d of %d rows have a turn type; turn 1 should have none, later turns one", typed, len(lines))
+	}
+	mustRun(t, "export", "--db", db, "--what", "annotations", "--format", "parquet", "--out", filepath.Join(dir, "a.parquet"))
+
+	sft := filepath.Join(dir, "train.jsonl")
+	mustRun(t, "export", "--db", db, "--what", "curated", "--format", "sft", "--out", sft)
+	b, _ = os.ReadFile(sft)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ex struct {
+			Messages []struct{ Role, Content string } `json:"messages"`
+		}
+		if err := json.Unmarshal([]byte(line), &ex); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if n := len(ex.Messages); n < 2 || ex.Messages[n-1].Role != "assistant" || ex.Messages[n-2].Role != "user" {
+			t.Fatalf("sft example does not end with user then assistant: %+v", ex.Messages)
+		}
+	}
+	if _, _, err := runApp(t, "export", "--db", db, "--what", "quarantine", "--format", "sft", "--out", filepath.Join(dir, "x")); err == nil {
+		t.Error("sft export of the quarantine succeeded")
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 )
 
-var exportWhats = []string{"conversations", "curated", "quarantine", "preferences", "winners"}
+var exportWhats = []string{"conversations", "curated", "annotations", "quarantine", "preferences", "winners"}
 
 func exportKind(what, format string) (export.Format, error) {
 	ok := false
@@ -21,7 +21,11 @@ func exportKind(what, format string) (export.Format, error) {
 	if !ok {
 		return "", fmt.Errorf("unknown export %q: want one of %s", what, strings.Join(exportWhats, ", "))
 	}
-	return export.ParseFormat(format)
+	f, err := export.ParseFormat(format)
+	if err == nil && f == export.SFT && what != "curated" {
+		return "", fmt.Errorf("--format sft applies to --what curated only")
+	}
+	return f, err
 }
 
 func exportCommand(e *env) *cli.Command {
@@ -34,6 +38,16 @@ func exportCommand(e *env) *cli.Command {
 --what curated         one row per conversation, turn and strategy: conversation_id, turn,
                        strategy, version, messages (the curated context), tokens,
                        n_messages, target (the dataset's own next assistant message)
+                       --format sft writes OpenAI chat fine-tuning JSONL instead:
+                       {"messages": curated context + the dataset's own reply}
+--what annotations     one row per conversation and user turn with its annotations:
+                       conversation_id, turn, user_message, turn_type,
+                       turn_type_confidence, turn_type_reason, refs, classify_annotator,
+                       constraints_new, constraints_registry, constraints_annotator,
+                       pollution_present, pollution_category, pollution_sources,
+                       pollution_confidence, pollution_justification,
+                       pollution_annotator (pollution of the assistant reply to the
+                       turn; lists are JSON text; null where a stage did not run)
 --what quarantine      every bad record: input, file, line, row, reason, detail, excerpt
 --what preferences     one row per decisive judge verdict, in the shape TRL's DPOTrainer
                        reads: prompt (the curated context as messages), chosen and
@@ -57,12 +71,14 @@ Examples:
    ac3 export --db run.db --what curated --format parquet --out curated.parquet
    ac3 export --db run.db --what conversations --format jsonl --out kept.jsonl.zst
    ac3 export --db run.db --what quarantine --format jsonl --out bad.jsonl
+   ac3 export --db run.db --what annotations --format parquet --out annotations.parquet
+   ac3 export --db run.db --what curated --format sft --out train.jsonl
    ac3 export --db run.db --what preferences --format jsonl --out dpo.jsonl
    ac3 export --db run.db --what winners --format jsonl --dimension on_topic --out sft.jsonl`,
 		Flags: []cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "what", Required: true, Usage: strings.Join(exportWhats, " | ")},
-			&cli.StringFlag{Name: "format", Value: "parquet", Usage: "parquet | jsonl"},
+			&cli.StringFlag{Name: "format", Value: "parquet", Usage: "parquet | jsonl | sft (curated only)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "output file"},
 			&cli.StringFlag{Name: "dimension", Value: "quality", Usage: "preferences, winners: quality | on_topic | all"},
 			&cli.BoolFlag{Name: "include-inconsistent", Usage: "preferences, winners: also export both-order verdicts where one order was decisive and the other a tie"},
@@ -100,6 +116,8 @@ func runExportWith(ctx context.Context, e *env, l *ledger.Ledger, what, format, 
 		n, err = export.Conversations(ctx, l, f, out)
 	case "curated":
 		n, err = export.Curated(ctx, l, f, out)
+	case "annotations":
+		n, err = export.Annotations(ctx, l, f, out)
 	case "quarantine":
 		n, err = export.Quarantine(ctx, l, f, out)
 	case "preferences":

@@ -28,10 +28,18 @@ func CuratedSchema() *arrow.Schema {
 	}, &md)
 }
 
+// sftSchema is one chat fine-tuning example: the curated context followed by
+// the dataset's own reply, in the shape OpenAI's fine-tuning API takes.
+func sftSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{{Name: "messages", Type: parquetio.MessagesType()}}, nil)
+}
+
 // Curated writes every done curated context of the strategies the curate
 // stage last ran, materialized against its conversation, to path. target is
 // the dataset's own assistant reply to the turn (null when there is none),
-// which is what fine-tuning on curated contexts trains towards.
+// which is what fine-tuning on curated contexts trains towards. With the SFT
+// format each row is {"messages": context + [target]} and turns without a
+// reply in the dataset are left out.
 func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int64, error) {
 	plans, err := l.Plans(ctx)
 	if err != nil {
@@ -41,7 +49,11 @@ func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int6
 	if len(variants) == 0 {
 		return 0, fmt.Errorf("nothing curated in %s yet: run 'ac3 curate' first", l.Path())
 	}
-	rw, err := newRowWriter(f, path, CuratedSchema())
+	sc := CuratedSchema()
+	if f == SFT {
+		sc = sftSchema()
+	}
+	rw, err := newRowWriter(f, path, sc)
 	if err != nil {
 		return 0, err
 	}
@@ -72,8 +84,16 @@ func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int6
 			}
 			msgs := x.Materialize(c)
 			var target any
-			if a, ok := reply(c, u.Turn); ok {
+			a, ok := reply(c, u.Turn)
+			if ok {
 				target = a
+			}
+			if f == SFT {
+				if !ok {
+					return nil
+				}
+				n++
+				return rw.Write([]any{append(msgs, conv.Message{Role: conv.Assistant, Content: a})})
 			}
 			n++
 			return rw.Write([]any{c.ID, int64(u.Turn), u.Variant, u.Version, msgs, int64(x.Tokens), int64(len(msgs)), target})

@@ -27,22 +27,26 @@ import (
 // Format is an output format.
 type Format string
 
-// The output formats.
+// The output formats. SFT is OpenAI chat fine-tuning JSONL and applies to
+// curated contexts only.
 const (
 	Parquet Format = "parquet"
 	JSONL   Format = "jsonl"
+	SFT     Format = "sft"
 )
 
-// ParseFormat accepts parquet and jsonl (a .zst or .gz out path compresses
-// JSONL).
+// ParseFormat accepts parquet, jsonl and sft (a .zst or .gz out path
+// compresses JSONL and SFT).
 func ParseFormat(s string) (Format, error) {
 	switch Format(strings.ToLower(s)) {
 	case Parquet:
 		return Parquet, nil
 	case JSONL, "jsonl.zst", "jsonl-zst":
 		return JSONL, nil
+	case SFT:
+		return SFT, nil
 	}
-	return "", fmt.Errorf("unknown format %q: want parquet or jsonl", s)
+	return "", fmt.Errorf("unknown format %q: want parquet, jsonl or sft", s)
 }
 
 const pageSize = 512

@@ -1,0 +1,158 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/stages/classify"
+	"github.com/ac3/ac3/stages/constraints"
+	"github.com/ac3/ac3/stages/pollution"
+)
+
+// AnnotationsSchema is the layout of an annotations export: one row per
+// conversation and user turn that any annotation stage labelled. List-valued
+// fields (refs, constraints, pollution sources) are JSON text, so every tool
+// reads them the same way; empty columns are null when a stage did not run.
+func AnnotationsSchema() *arrow.Schema {
+	s, i, f, b := arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64, arrow.FixedWidthTypes.Boolean
+	md := arrow.NewMetadata([]string{"ac3.schema"}, []string{"annotations/v1"})
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "conversation_id", Type: s},
+		{Name: "turn", Type: i},
+		{Name: "user_message", Type: s},
+		{Name: "turn_type", Type: s, Nullable: true},
+		{Name: "turn_type_confidence", Type: f, Nullable: true},
+		{Name: "turn_type_reason", Type: s, Nullable: true},
+		{Name: "refs", Type: s, Nullable: true},
+		{Name: "classify_annotator", Type: s, Nullable: true},
+		{Name: "constraints_new", Type: s, Nullable: true},
+		{Name: "constraints_registry", Type: s, Nullable: true},
+		{Name: "constraints_annotator", Type: s, Nullable: true},
+		{Name: "pollution_present", Type: b, Nullable: true},
+		{Name: "pollution_category", Type: s, Nullable: true},
+		{Name: "pollution_sources", Type: s, Nullable: true},
+		{Name: "pollution_confidence", Type: f, Nullable: true},
+		{Name: "pollution_justification", Type: s, Nullable: true},
+		{Name: "pollution_annotator", Type: s, Nullable: true},
+	}, &md)
+}
+
+// pickVariant chooses which annotator's units to export when a stage ran
+// several: the model-backed one when present, else the first planned.
+func pickVariant(vs []ledger.Variant) []ledger.Variant {
+	for _, v := range vs {
+		if v.Name == "llm" {
+			return []ledger.Variant{v}
+		}
+	}
+	if len(vs) > 0 {
+		return vs[:1]
+	}
+	return nil
+}
+
+// Annotations writes the turn-level annotations of the run (turn type and
+// refs, session constraints, pollution of the assistant reply to the turn),
+// joined on conversation and turn, in ingest order.
+func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (int64, error) {
+	plans, err := l.Plans(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cv, kv, pv := pickVariant(plans[classify.StageName]), pickVariant(plans[constraints.StageName]), pickVariant(plans[pollution.StageName])
+	if len(cv)+len(kv)+len(pv) == 0 {
+		return 0, fmt.Errorf("nothing annotated in %s yet: run 'ac3 annotate' first", l.Path())
+	}
+	rw, err := newRowWriter(f, path, AnnotationsSchema())
+	if err != nil {
+		return 0, err
+	}
+	type key struct {
+		seq  int64
+		turn int
+	}
+	var n, after int64
+	for {
+		page, err := l.ConversationPage(ctx, after, pageSize)
+		if err != nil {
+			rw.Abort()
+			return n, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		upto := page[len(page)-1].Seq
+		units := map[string]map[key]ledger.Unit{}
+		for stage, vs := range map[string][]ledger.Variant{classify.StageName: cv, constraints.StageName: kv, pollution.StageName: pv} {
+			m := map[key]ledger.Unit{}
+			err := l.Units(ctx, stage, vs, after, upto, func(u ledger.Unit) error {
+				if u.Status == ledger.Done {
+					m[key{u.ConvSeq, u.Turn}] = u
+				}
+				return nil
+			})
+			if err != nil {
+				rw.Abort()
+				return n, err
+			}
+			units[stage] = m
+		}
+		for _, s := range page {
+			for _, tr := range s.Conv.Turns() {
+				k := key{s.Seq, tr.Index}
+				row := make([]any, 17)
+				row[0], row[1], row[2] = s.Conv.ID, int64(tr.Index), s.Conv.Messages[tr.User].Content
+				any := false
+				if u, ok := units[classify.StageName][k]; ok {
+					lb, err := classify.Decode(u.Output)
+					if err != nil {
+						rw.Abort()
+						return n, fmt.Errorf("decoding classify unit %s: %w", u.Key, err)
+					}
+					row[3], row[4], row[5], row[6], row[7] = lb.Type, lb.Confidence, lb.Reason, jsonText(lb.Refs), lb.Annotator
+					any = true
+				}
+				if u, ok := units[constraints.StageName][k]; ok {
+					rec, err := constraints.Decode(u.Output)
+					if err != nil {
+						rw.Abort()
+						return n, fmt.Errorf("decoding constraints unit %s: %w", u.Key, err)
+					}
+					row[8], row[9], row[10] = jsonText(rec.New), jsonText(rec.Registry), rec.Annotator
+					any = true
+				}
+				if u, ok := units[pollution.StageName][k]; ok {
+					lb, err := pollution.Decode(u.Output)
+					if err != nil {
+						rw.Abort()
+						return n, fmt.Errorf("decoding pollution unit %s: %w", u.Key, err)
+					}
+					row[11], row[12], row[13], row[14], row[15], row[16] = lb.Present, lb.Category, jsonText(lb.Sources), lb.Confidence, lb.Justification, lb.Annotator
+					any = true
+				}
+				if !any {
+					continue
+				}
+				if err := rw.Write(row); err != nil {
+					rw.Abort()
+					return n, err
+				}
+				n++
+			}
+		}
+		after = upto
+	}
+	return n, rw.Close()
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return "[]"
+	}
+	return string(b)
+}
