@@ -19,11 +19,6 @@ import (
 	"github.com/ac3/ac3/stages/curate"
 )
 
-// ac3Commands are the AC3 method's own commands (policy fit, memory learn).
-func ac3Commands(e *env) []*cli.Command {
-	return []*cli.Command{policyCommand(e), memoryCommand(e)}
-}
-
 // policyJudgeStage is the stage whose units hold pairwise verdicts.
 const policyJudgeStage = "judge"
 

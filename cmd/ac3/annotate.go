@@ -23,12 +23,6 @@ import (
 	"github.com/ac3/ac3/stages/pollution"
 )
 
-// annotateCommands are the annotation stages' commands (classify with refs,
-// constraints, pollution) and the heuristics' evaluation.
-func annotateCommands(e *env) []*cli.Command {
-	return []*cli.Command{annotateCommand(e), evalHeuristicsCommand(e)}
-}
-
 // annotateArgs says which annotation stages run and with which annotator
 // ("" = the stage does not run).
 type annotateArgs struct {

@@ -33,11 +33,21 @@ picks up exactly where it stopped and never repeats finished work.
 
 A typical session:
 
-   ac3 ingest  --db run.db --language English --min-turns 5 --max-turns 10 dump.jsonl.zst
-   ac3 curate  --db run.db --strategies fc,ao,lt,de
-   ac3 inspect --db run.db --conversation <id> --turn 3
-   ac3 export  --db run.db --what curated --format parquet --out curated.parquet
-   ac3 status  --db run.db
+   ac3 ingest   --db run.db --language English --min-turns 5 --max-turns 10 dump.jsonl.zst
+   ac3 annotate --db run.db --stages classify,constraints --annotator heuristic
+   ac3 curate   --db run.db --strategies fc,ao,lt,de
+   ac3 inspect  --db run.db --conversation <id> --turn 3
+   ac3 export   --db run.db --what curated --format parquet --out curated.parquet
+   ac3 status   --db run.db
+
+With a model endpoint (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL, or a
+config file with endpoints, models and roles) the same run goes further:
+
+   ac3 annotate --db run.db --stages classify,constraints,pollution --annotator llm
+   ac3 curate   --db run.db --strategies fc,ao,gated-reset --budget-usd 20
+   ac3 respond  --db run.db --strategies fc,ao,gated-reset
+   ac3 judge    --db run.db --pairs gated-reset:ao,gated-reset:fc,fc:ao --order both
+   ac3 report   --db run.db --out report/
 
 or all of it from one config file:
 
@@ -57,17 +67,25 @@ func newApp(e *env) *cli.App {
 		ErrWriter:            e.stderr,
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
-		Commands: append(append(append([]*cli.Command{
+		// In the order a run uses them, then the tools around runs.
+		Commands: []*cli.Command{
 			ingestCommand(e),
-			convertCommand(e),
+			annotateCommand(e),
 			curateCommand(e),
 			inspectCommand(e),
+			respondCommand(e),
+			judgeCommand(e),
+			reportCommand(e),
 			exportCommand(e),
+			runCommand(e),
 			statusCommand(e),
 			retryCommand(e),
-			runCommand(e),
+			convertCommand(e),
 			llmCommand(e),
-		}, annotateCommands(e)...), ac3Commands(e)...), judgeCommands(e)...),
+			evalHeuristicsCommand(e),
+			policyCommand(e),
+			memoryCommand(e),
+		},
 	}
 	app.ExitErrHandler = func(*cli.Context, error) {} // main maps errors to exit codes
 	return app

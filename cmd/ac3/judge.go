@@ -162,10 +162,6 @@ type judgeArgs struct {
 	workers  int
 }
 
-func judgeCommands(e *env) []*cli.Command {
-	return []*cli.Command{respondCommand(e), judgeCommand(e), reportCommand(e)}
-}
-
 func respondCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "respond",

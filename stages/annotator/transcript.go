@@ -1,0 +1,98 @@
+package annotator
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/llm/parse"
+	"github.com/ac3/ac3/pipeline/prompt"
+)
+
+// Entry is one message of a transcript shown to an annotator.
+type Entry struct {
+	// Tag names the message in the answer's terms: "system"; "ku" or "ka"
+	// for u_{t-k} or a_{t-k}; the caller's tag for u_t; else the role (a
+	// tool message, say).
+	Tag     string
+	Role    string
+	Turn    int // the round the message belongs to; 0 for the system message
+	Content string
+}
+
+// Transcript is the data transcript prompts are rendered with.
+type Transcript struct {
+	Nonce    string // the tagger's nonce: the transcript and the answer carry it
+	Turn     int
+	Messages []Entry
+}
+
+// History returns C_t of c as transcript entries: the system message, every
+// message of rounds 1..t-1 and u_t, tagged by distance back from t, with u_t
+// tagged nowTag. Each content is clipped to maxChars (see Clip) so one pasted
+// log cannot blow the prompt up.
+func History(c *conv.Conversation, t, maxChars int, nowTag string) ([]Entry, error) {
+	turns := c.Turns()
+	if t < 1 || t > len(turns) {
+		return nil, fmt.Errorf("conversation %s has no turn %d", c.ID, t)
+	}
+	var es []Entry
+	if c.System != "" {
+		es = append(es, Entry{Tag: "system", Role: "system message", Content: Clip(c.System, maxChars)})
+	}
+	for _, tr := range turns[:t] {
+		d := t - tr.Index
+		end := tr.End
+		if d == 0 {
+			end = tr.User + 1 // C_t stops at u_t
+		}
+		for i := tr.User; i < end; i++ {
+			m := c.Messages[i]
+			e := Entry{Role: string(m.Role), Turn: tr.Index, Content: Clip(m.Content, maxChars)}
+			switch {
+			case i == tr.User && d == 0:
+				e.Tag = nowTag
+			case i == tr.User:
+				e.Tag = strconv.Itoa(d) + "u"
+			case m.Role == conv.Assistant:
+				e.Tag = strconv.Itoa(d) + "a"
+			default:
+				e.Tag = string(m.Role)
+			}
+			es = append(es, e)
+		}
+	}
+	return es, nil
+}
+
+// RenderTranscript renders tmpl with a Transcript of es for round t. The
+// nonce is derived from every content shown, so none of them can carry it;
+// the returned tagger reads the answer.
+func RenderTranscript(tmpl *prompt.Template, t int, es []Entry) ([]conv.Message, parse.Tagger, error) {
+	parts := make([]string, 0, len(es))
+	for _, e := range es {
+		parts = append(parts, e.Content)
+	}
+	tg := parse.NewTagger(parts...)
+	msgs, err := tmpl.Render(Transcript{Nonce: tg.Nonce(), Turn: t, Messages: es})
+	return msgs, tg, err
+}
+
+// Clip keeps the head (two thirds) and the tail (one third) of s when it is
+// longer than n bytes, cut on rune boundaries, and says how much it left
+// out. n <= 0 keeps s whole.
+func Clip(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	head, start := n*2/3, len(s)-n/3
+	for head > 0 && !runeStart(s[head]) {
+		head--
+	}
+	for start < len(s) && !runeStart(s[start]) {
+		start++
+	}
+	return s[:head] + fmt.Sprintf("\n[… %d characters left out …]\n", start-head) + s[start:]
+}
+
+func runeStart(b byte) bool { return b&0xC0 != 0x80 }
