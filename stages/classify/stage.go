@@ -40,7 +40,7 @@ func NewStage(o Options) (*Stage, error) {
 		s.heur = NewHeuristic()
 	}
 	if s.llm != nil {
-		s.llm.defaults()
+		s.llm.core()
 	}
 	return s, nil
 }
@@ -80,7 +80,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 				}
 				units = append(units, pipeline.Unit{Turn: turn, Output: b})
 			case v.Name == "llm" && s.llm != nil:
-				u, err := s.llm.Unit(ctx, t.Conv, turn)
+				u, err := s.llm.unit(ctx, t.Conv, turn, t.Retry)
 				if err != nil {
 					return nil, err
 				}

@@ -3,15 +3,14 @@ package constraints
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
-	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/parse"
 	"github.com/ac3/ac3/pipeline/prompt"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 //go:embed prompts/constraints.tmpl
@@ -19,13 +18,6 @@ var promptText []byte
 
 // Prompt returns the parsed constraints prompt.
 func Prompt() *prompt.Template { return prompt.MustParse("constraints", promptText) }
-
-// Defaults for the LLM annotator.
-const (
-	DefaultRole     = "annotator"
-	DefaultRetries  = 2
-	DefaultMaxChars = 6000
-)
 
 type wireConstraint struct {
 	Text     string `json:"text" parse:"required"`
@@ -48,7 +40,7 @@ type promptData struct {
 // render builds the prompt from in alone, so the prompt cannot hold text the
 // Input does not.
 func render(tmpl *prompt.Template, in Input, maxChars int) ([]conv.Message, parse.Tagger, error) {
-	d := promptData{Turn: in.turn, User: clip(in.user, maxChars), PrevAssistant: clip(in.prevAssistant, maxChars), Registry: in.registry}
+	d := promptData{Turn: in.turn, User: annotator.Clip(in.user, maxChars), PrevAssistant: annotator.Clip(in.prevAssistant, maxChars), Registry: in.registry}
 	parts := []string{d.User, d.PrevAssistant}
 	for _, c := range d.Registry {
 		parts = append(parts, c.Text)
@@ -59,32 +51,10 @@ func render(tmpl *prompt.Template, in Input, maxChars int) ([]conv.Message, pars
 	return msgs, tg, err
 }
 
-func clip(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	head, start := n*2/3, len(s)-n/3
-	for head > 0 && s[head]&0xC0 == 0x80 {
-		head--
-	}
-	for start < len(s) && s[start]&0xC0 == 0x80 {
-		start++
-	}
-	return s[:head] + fmt.Sprintf("\n[… %d characters left out …]\n", start-head) + s[start:]
-}
-
-// parser reads the tagged answer and checks each constraint: a known type,
+// check validates the model's answer: each constraint has a known type,
 // non-empty text, and evidence actually found in u_t.
-func parser(tg parse.Tagger, user string) func(llm.Response) ([]Constraint, error) {
-	return func(r llm.Response) ([]Constraint, error) {
-		sec, err := tg.Parse(r.Text, []string{"answer"})
-		if err != nil {
-			return nil, err
-		}
-		var w wire
-		if err := parse.JSON(sec["answer"], &w); err != nil {
-			return nil, err
-		}
+func check(user string) func(wire) ([]Constraint, error) {
+	return func(w wire) ([]Constraint, error) {
 		out := make([]Constraint, 0, len(w.Constraints))
 		for i, c := range w.Constraints {
 			text := strings.Join(strings.Fields(c.Text), " ")
@@ -92,7 +62,7 @@ func parser(tg parse.Tagger, user string) func(llm.Response) ([]Constraint, erro
 				return nil, fmt.Errorf("constraints[%d]: empty text", i)
 			}
 			if !quoted(c.Evidence, user) {
-				return nil, fmt.Errorf("constraints[%d]: evidence %q is not in the user message", i, clip(c.Evidence, 80))
+				return nil, fmt.Errorf("constraints[%d]: evidence %q is not in the user message", i, annotator.Clip(c.Evidence, 80))
 			}
 			out = append(out, Constraint{Text: text, Evidence: strings.TrimSpace(c.Evidence), Type: c.Type})
 		}
@@ -100,48 +70,21 @@ func parser(tg parse.Tagger, user string) func(llm.Response) ([]Constraint, erro
 	}
 }
 
-// LLM is the model-backed extractor.
-type LLM struct {
-	Client   *llm.Client
-	Role     string // default DefaultRole
-	Retries  int    // fresh draws after a malformed answer; default DefaultRetries
-	MaxChars int    // clip for u_t and a_{t-1}; default DefaultMaxChars
+// LLM is the model-backed extractor. Set Client; Role, Retries and MaxChars
+// (the clip for u_t and a_{t-1}) default as annotator.LLM says.
+type LLM annotator.LLM
 
-	tmpl *prompt.Template
-}
-
-func (a *LLM) defaults() {
-	if a.Role == "" {
-		a.Role = DefaultRole
-	}
-	if a.Retries == 0 {
-		a.Retries = DefaultRetries
-	}
-	if a.MaxChars == 0 {
-		a.MaxChars = DefaultMaxChars
-	}
-	if a.tmpl == nil {
-		a.tmpl = Prompt()
-	}
-}
+// core returns a's settings with defaults filled and the prompt loaded.
+func (a *LLM) core() *annotator.LLM { return (*annotator.LLM)(a).Prepare(Prompt) }
 
 // Version is the variant version: the prompt's version and every setting
 // that changes answers.
-func (a *LLM) Version() string {
-	a.defaults()
-	model := ""
-	if a.Client != nil {
-		if ep, err := a.Client.Endpoint(a.Role); err == nil {
-			model = ep.Model
-		}
-	}
-	return fmt.Sprintf("%s;role=%s;model=%s;retries=%d;clip=%d", a.tmpl.Version(), a.Role, model, a.Retries, a.MaxChars)
-}
+func (a *LLM) Version() string { return a.core().Version() }
 
 // Messages returns the rendered prompt for in.
 func (a *LLM) Messages(in Input) ([]conv.Message, error) {
-	a.defaults()
-	msgs, _, err := render(a.tmpl, in, a.MaxChars)
+	core := a.core()
+	msgs, _, err := render(core.Prompt(), in, core.MaxChars)
 	return msgs, err
 }
 
@@ -151,39 +94,25 @@ func (a *LLM) Messages(in Input) ([]conv.Message, error) {
 // failed unit and the registry unchanged; budget, fatal endpoint and context
 // errors are returned.
 func (a *LLM) Extract(ctx context.Context, in Input) (pipeline.Unit, []Constraint, error) {
-	a.defaults()
-	msgs, tg, err := render(a.tmpl, in, a.MaxChars)
-	if err != nil {
-		return pipeline.Unit{}, nil, err
-	}
-	req := llm.Request{Role: a.Role, Stage: StageName, Messages: msgs, CompletionEstimate: 120}
-	found, resp, err := llm.CallParsed(ctx, a.Client, req, a.Retries, parser(tg, in.user))
-	if err != nil {
-		if u, ok := failedUnit(in.turn, err); ok {
-			return u, in.Registry(), nil
-		}
-		return pipeline.Unit{}, nil, fmt.Errorf("reading turn %d: %w", in.turn, err)
-	}
-	added, reg := merge(in.registry, found, in.turn)
-	model := resp.Model
-	if model == "" {
-		model = "unknown"
-	}
-	b, err := Record{New: added, Registry: reg, Annotator: "llm:" + model}.Encode()
-	if err != nil {
-		return pipeline.Unit{}, nil, err
-	}
-	return pipeline.Unit{Turn: in.turn, Attempts: 1, Output: b, Tokens: int64(resp.Usage.Total())}, reg, nil
+	return a.extract(ctx, in, 0)
 }
 
-func failedUnit(turn int, err error) (pipeline.Unit, bool) {
-	var pe *llm.ParseError
-	if errors.As(err, &pe) {
-		return pipeline.Unit{Turn: turn, Failed: true, Attempts: pe.Attempts, Error: err.Error(), Raw: pe.Raw}, true
+// extract is Extract for work `ac3 retry` re-queued retry times.
+func (a *LLM) extract(ctx context.Context, in Input, retry int) (pipeline.Unit, []Constraint, error) {
+	core := a.core()
+	msgs, tg, err := render(core.Prompt(), in, core.MaxChars)
+	if err != nil {
+		return pipeline.Unit{}, nil, err
 	}
-	var ce *llm.CallError
-	if errors.As(err, &ce) && !llm.IsFatal(err) {
-		return pipeline.Unit{Turn: turn, Failed: true, Attempts: 1, Error: err.Error(), Raw: ce.Raw}, true
+	q := annotator.Query{Stage: StageName, Turn: in.turn, Messages: msgs, Tagger: tg, CompletionEstimate: 120, Retry: retry}
+	reg := in.Registry() // kept when the unit fails
+	u, err := annotator.Unit(ctx, core, q, check(in.user), func(found []Constraint, name string) ([]byte, error) {
+		var added []Constraint
+		added, reg = merge(in.registry, found, in.turn)
+		return Record{New: added, Registry: reg, Annotator: name}.Encode()
+	})
+	if err != nil {
+		return pipeline.Unit{}, nil, fmt.Errorf("reading turn %d: %w", in.turn, err)
 	}
-	return pipeline.Unit{}, false
+	return u, reg, nil
 }

@@ -31,7 +31,7 @@ func NewStage(o Options) (*Stage, error) {
 		s.heur = NewHeuristic()
 	}
 	if s.llm != nil {
-		s.llm.defaults()
+		s.llm.core()
 	}
 	return s, nil
 }
@@ -71,7 +71,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 				}
 				units = append(units, pipeline.Unit{Turn: turn, Output: b})
 			case v.Name == "llm" && s.llm != nil:
-				u, next, err := s.llm.Extract(ctx, in)
+				u, next, err := s.llm.extract(ctx, in, t.Retry)
 				if err != nil {
 					return nil, err
 				}
