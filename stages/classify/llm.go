@@ -28,14 +28,14 @@ type wire struct {
 }
 
 // render builds the prompt for u_t of c: C_t as a tagged transcript, each
-// message clipped to maxChars. It returns the messages and the tagger whose
+// message clipped to a.MaxChars. It returns the messages and the tagger whose
 // nonce the answer must carry.
-func render(tmpl *prompt.Template, c *conv.Conversation, t, maxChars int) ([]conv.Message, parse.Tagger, error) {
-	es, err := annotator.History(c, t, maxChars, "now")
+func render(a *annotator.LLM, c *conv.Conversation, t int) ([]conv.Message, parse.Tagger, error) {
+	es, err := annotator.History(c, t, a.MaxChars, "now")
 	if err != nil {
 		return nil, parse.Tagger{}, fmt.Errorf("rendering classify prompt: %w", err)
 	}
-	return annotator.RenderTranscript(tmpl, t, es)
+	return annotator.RenderTranscript(a.Prompt(), t, es)
 }
 
 // check validates the model's answer for turn t; the annotator name is set
@@ -69,8 +69,7 @@ func (a *LLM) Version() string { return a.core().Version() }
 // Messages returns the rendered prompt for u_t of c (for tests, dry runs and
 // inspection).
 func (a *LLM) Messages(c *conv.Conversation, t int) ([]conv.Message, error) {
-	core := a.core()
-	msgs, _, err := render(core.Prompt(), c, t, core.MaxChars)
+	msgs, _, err := render(a.core(), c, t)
 	return msgs, err
 }
 
@@ -84,7 +83,7 @@ func (a *LLM) Unit(ctx context.Context, c *conv.Conversation, t int) (pipeline.U
 // unit is Unit for work `ac3 retry` re-queued retry times.
 func (a *LLM) unit(ctx context.Context, c *conv.Conversation, t, retry int) (pipeline.Unit, error) {
 	core := a.core()
-	msgs, tg, err := render(core.Prompt(), c, t, core.MaxChars)
+	msgs, tg, err := render(core, c, t)
 	if err != nil {
 		return pipeline.Unit{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 	"github.com/ac3/ac3/pipeline/prompt/prompttest"
+	"github.com/ac3/ac3/stages/annotator/annotatortest"
 	"github.com/ac3/ac3/stages/constraints"
 )
 
@@ -51,18 +52,18 @@ func extractorReply(r llmtest.ChatRequest) llmtest.Reply {
 	case 4:
 		body = `{"constraints": [{"text": "Reply only in bullet points.", "evidence": "Now explain functors.", "type": "output"}]}`
 	}
-	return llmtest.Reply{Content: answer(nonceOf(r), body)}
+	return llmtest.Reply{Content: annotatortest.Answer(annotatortest.NonceOf(r), body)}
 }
 
 // TestExtractorSeesOnlyThePreviousAssistantTurn is the structural guarantee:
 // across every request the stage sends, the prompt for turn t holds the
 // marker of a_{t-1} and no other assistant, tool or system text.
 func TestExtractorSeesOnlyThePreviousAssistantTurn(t *testing.T) {
-	ctx := timeout(t)
+	ctx := annotatortest.Context(t)
 	srv := llmtest.New(t, llmtest.Options{})
 	srv.Add(llmtest.Rule{Func: extractorReply})
-	l := seedLedger(t, sample())
-	st, err := constraints.NewStage(constraints.Options{LLM: &constraints.LLM{Client: newClient(t, srv)}})
+	l := annotatortest.Ledger(t, sample())
+	st, err := constraints.NewStage(constraints.Options{LLM: &constraints.LLM{Client: annotatortest.Client(t, srv)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestExtractorSeesOnlyThePreviousAssistantTurn(t *testing.T) {
 	}
 
 	// Resume: a second run finds nothing to do and calls nothing.
-	st2, _ := constraints.NewStage(constraints.Options{LLM: &constraints.LLM{Client: newClient(t, srv)}})
+	st2, _ := constraints.NewStage(constraints.Options{LLM: &constraints.LLM{Client: annotatortest.Client(t, srv)}})
 	sum, err := pipeline.Run(ctx, l, st2, pipeline.Options{})
 	if err != nil || sum.Planned != 0 || srv.Count() != 4 {
 		t.Errorf("second run: %+v, %v, %d calls", sum, err, srv.Count())
@@ -140,9 +141,9 @@ func TestLLMAnswers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.New(t, llmtest.Options{})
-			srv.Add(llmtest.Rule{Func: func(r llmtest.ChatRequest) llmtest.Reply { return llmtest.Reply{Content: answer(nonceOf(r), tc.body)} }})
-			a := &constraints.LLM{Client: newClient(t, srv)}
-			u, reg, err := a.Extract(timeout(t), constraints.InputAt(sample(), 1, nil))
+			srv.Add(llmtest.Rule{Func: annotatortest.Reply(tc.body)})
+			a := &constraints.LLM{Client: annotatortest.Client(t, srv)}
+			u, reg, err := a.Extract(annotatortest.Context(t), constraints.InputAt(sample(), 1, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,9 +170,9 @@ func TestSpoofedAnswer(t *testing.T) {
 	c.Messages[0].Content = "What is a monad? " + fake
 	srv := llmtest.New(t, llmtest.Options{})
 	srv.Add(llmtest.Rule{Func: func(r llmtest.ChatRequest) llmtest.Reply {
-		return llmtest.Reply{Content: "The user wrote " + fake + "\n" + answer(nonceOf(r), `{"constraints": []}`)}
+		return llmtest.Reply{Content: "The user wrote " + fake + "\n" + annotatortest.Answer(annotatortest.NonceOf(r), `{"constraints": []}`)}
 	}})
-	u, reg, err := (&constraints.LLM{Client: newClient(t, srv)}).Extract(timeout(t), constraints.InputAt(c, 1, nil))
+	u, reg, err := (&constraints.LLM{Client: annotatortest.Client(t, srv)}).Extract(annotatortest.Context(t), constraints.InputAt(c, 1, nil))
 	if err != nil || u.Failed || len(reg) != 0 || strings.Contains(string(u.Output), "SPOOF") {
 		t.Fatalf("the fake answer leaked: %+v %v %v", u, reg, err)
 	}
@@ -217,8 +218,8 @@ func TestHeuristic(t *testing.T) {
 }
 
 func TestHeuristicStageKeepsARegistry(t *testing.T) {
-	ctx := timeout(t)
-	l := seedLedger(t, sample())
+	ctx := annotatortest.Context(t)
+	l := annotatortest.Ledger(t, sample())
 	st, _ := constraints.NewStage(constraints.Options{Heuristic: true})
 	if _, err := pipeline.Run(ctx, l, st, pipeline.Options{}); err != nil {
 		t.Fatal(err)

@@ -39,15 +39,15 @@ type promptData struct {
 
 // render builds the prompt from in alone, so the prompt cannot hold text the
 // Input does not.
-func render(tmpl *prompt.Template, in Input, maxChars int) ([]conv.Message, parse.Tagger, error) {
-	d := promptData{Turn: in.turn, User: annotator.Clip(in.user, maxChars), PrevAssistant: annotator.Clip(in.prevAssistant, maxChars), Registry: in.registry}
+func render(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
+	d := promptData{Turn: in.turn, User: annotator.Clip(in.user, a.MaxChars), PrevAssistant: annotator.Clip(in.prevAssistant, a.MaxChars), Registry: in.registry}
 	parts := []string{d.User, d.PrevAssistant}
 	for _, c := range d.Registry {
 		parts = append(parts, c.Text)
 	}
 	tg := parse.NewTagger(parts...)
 	d.Nonce = tg.Nonce()
-	msgs, err := tmpl.Render(d)
+	msgs, err := a.Prompt().Render(d)
 	return msgs, tg, err
 }
 
@@ -83,8 +83,7 @@ func (a *LLM) Version() string { return a.core().Version() }
 
 // Messages returns the rendered prompt for in.
 func (a *LLM) Messages(in Input) ([]conv.Message, error) {
-	core := a.core()
-	msgs, _, err := render(core.Prompt(), in, core.MaxChars)
+	msgs, _, err := render(a.core(), in)
 	return msgs, err
 }
 
@@ -100,7 +99,7 @@ func (a *LLM) Extract(ctx context.Context, in Input) (pipeline.Unit, []Constrain
 // extract is Extract for work `ac3 retry` re-queued retry times.
 func (a *LLM) extract(ctx context.Context, in Input, retry int) (pipeline.Unit, []Constraint, error) {
 	core := a.core()
-	msgs, tg, err := render(core.Prompt(), in, core.MaxChars)
+	msgs, tg, err := render(core, in)
 	if err != nil {
 		return pipeline.Unit{}, nil, err
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
-	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/parse"
 	"github.com/ac3/ac3/pipeline/prompt"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 // StageName is the stage's name in unit keys, status and exports.
@@ -75,14 +75,8 @@ var promptText []byte
 // Prompt returns the parsed pollution prompt.
 func Prompt() *prompt.Template { return prompt.MustParse("pollution", promptText) }
 
-// Defaults for the annotator.
-const (
-	DefaultRole     = "annotator"
-	DefaultRetries  = 2
-	DefaultMaxChars = 6000
-	// OriginDataset marks replies taken from the conversation itself.
-	OriginDataset = "dataset"
-)
+// OriginDataset marks replies taken from the conversation itself.
+const OriginDataset = "dataset"
 
 // Input is one reply to review: the history before it and the reply.
 type Input struct {
@@ -110,72 +104,17 @@ type wire struct {
 	Justification string   `json:"justification"`
 }
 
-type entry struct {
-	Tag, Role string
-	Turn      int
-	Content   string
-}
-
-type promptData struct {
-	Nonce    string
-	Turn     int
-	Messages []entry
-}
-
-func render(tmpl *prompt.Template, in Input, maxChars int) ([]conv.Message, parse.Tagger, error) {
-	c := in.Conv
-	turns := c.Turns()
-	if in.Turn < 1 || in.Turn > len(turns) {
-		return nil, parse.Tagger{}, fmt.Errorf("rendering pollution prompt: conversation %s has no turn %d", c.ID, in.Turn)
+// render builds the prompt for the reply of in: C_t as a tagged transcript
+// (u_t tagged "0u") followed by the reply, tagged "now", each clipped to
+// a.MaxChars. It returns the messages and the tagger whose nonce the answer
+// must carry.
+func render(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
+	es, err := annotator.History(in.Conv, in.Turn, a.MaxChars, "0u")
+	if err != nil {
+		return nil, parse.Tagger{}, fmt.Errorf("rendering pollution prompt: %w", err)
 	}
-	var es []entry
-	if c.System != "" {
-		es = append(es, entry{Tag: "system", Role: "system message", Content: clip(c.System, maxChars)})
-	}
-	for _, tr := range turns[:in.Turn] {
-		d := in.Turn - tr.Index
-		end := tr.End
-		if d == 0 {
-			end = tr.User + 1 // C_t stops at u_t; the reply comes from the Input
-		}
-		for i := tr.User; i < end; i++ {
-			m := c.Messages[i]
-			e := entry{Role: string(m.Role), Turn: tr.Index, Content: clip(m.Content, maxChars)}
-			switch {
-			case i == tr.User && d == 0:
-				e.Tag = "0u"
-			case i == tr.User:
-				e.Tag = strconv.Itoa(d) + "u"
-			case m.Role == conv.Assistant:
-				e.Tag = strconv.Itoa(d) + "a"
-			default:
-				e.Tag = string(m.Role)
-			}
-			es = append(es, e)
-		}
-	}
-	es = append(es, entry{Tag: "now", Role: "assistant", Turn: in.Turn, Content: clip(in.Reply, maxChars)})
-	parts := make([]string, 0, len(es))
-	for _, e := range es {
-		parts = append(parts, e.Content)
-	}
-	tg := parse.NewTagger(parts...)
-	msgs, err := tmpl.Render(promptData{Nonce: tg.Nonce(), Turn: in.Turn, Messages: es})
-	return msgs, tg, err
-}
-
-func clip(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	head, start := n*2/3, len(s)-n/3
-	for head > 0 && s[head]&0xC0 == 0x80 {
-		head--
-	}
-	for start < len(s) && s[start]&0xC0 == 0x80 {
-		start++
-	}
-	return s[:head] + fmt.Sprintf("\n[… %d characters left out …]\n", start-head) + s[start:]
+	es = append(es, annotator.Entry{Tag: "now", Role: "assistant", Turn: in.Turn, Content: annotator.Clip(in.Reply, a.MaxChars)})
+	return annotator.RenderTranscript(a.Prompt(), in.Turn, es)
 }
 
 // checkSource accepts "ka" or "ku" with 1 <= k < t, and "0u" (u_t itself,
@@ -192,16 +131,10 @@ func checkSource(s string, t int) (string, error) {
 	return s, nil
 }
 
-func parser(tg parse.Tagger, t int) func(llm.Response) (Label, error) {
-	return func(r llm.Response) (Label, error) {
-		sec, err := tg.Parse(r.Text, []string{"answer"})
-		if err != nil {
-			return Label{}, err
-		}
-		var w wire
-		if err := parse.JSON(sec["answer"], &w); err != nil {
-			return Label{}, err
-		}
+// check validates the model's answer for round t; the annotator name is set
+// when the unit is encoded.
+func check(t int) func(wire) (Label, error) {
+	return func(w wire) (Label, error) {
 		if *w.Confidence < 0 || *w.Confidence > 1 {
 			return Label{}, fmt.Errorf("confidence %v is outside 0..1", *w.Confidence)
 		}
@@ -228,47 +161,19 @@ func parser(tg parse.Tagger, t int) func(llm.Response) (Label, error) {
 	}
 }
 
-// LLM is the model-backed annotator.
-type LLM struct {
-	Client   *llm.Client
-	Role     string // default DefaultRole
-	Retries  int    // default DefaultRetries
-	MaxChars int    // per-message clip; default DefaultMaxChars
+// LLM is the model-backed annotator. Set Client; Role, Retries and MaxChars
+// (the per-message clip) default as annotator.LLM says.
+type LLM annotator.LLM
 
-	tmpl *prompt.Template
-}
-
-func (a *LLM) defaults() {
-	if a.Role == "" {
-		a.Role = DefaultRole
-	}
-	if a.Retries == 0 {
-		a.Retries = DefaultRetries
-	}
-	if a.MaxChars == 0 {
-		a.MaxChars = DefaultMaxChars
-	}
-	if a.tmpl == nil {
-		a.tmpl = Prompt()
-	}
-}
+// core returns a's settings with defaults filled and the prompt loaded.
+func (a *LLM) core() *annotator.LLM { return (*annotator.LLM)(a).Prepare(Prompt) }
 
 // Version is the variant version: prompt version and settings.
-func (a *LLM) Version() string {
-	a.defaults()
-	model := ""
-	if a.Client != nil {
-		if ep, err := a.Client.Endpoint(a.Role); err == nil {
-			model = ep.Model
-		}
-	}
-	return fmt.Sprintf("%s;role=%s;model=%s;retries=%d;clip=%d", a.tmpl.Version(), a.Role, model, a.Retries, a.MaxChars)
-}
+func (a *LLM) Version() string { return a.core().Version() }
 
 // Messages returns the rendered prompt for in.
 func (a *LLM) Messages(in Input) ([]conv.Message, error) {
-	a.defaults()
-	msgs, _, err := render(a.tmpl, in, a.MaxChars)
+	msgs, _, err := render(a.core(), in)
 	return msgs, err
 }
 
@@ -276,34 +181,25 @@ func (a *LLM) Messages(in Input) ([]conv.Message, error) {
 // malformed answer after retries or a rejected request gives a failed unit
 // with the raw text; budget, fatal endpoint and context errors are returned.
 func (a *LLM) Annotate(ctx context.Context, in Input) (pipeline.Unit, error) {
-	a.defaults()
-	msgs, tg, err := render(a.tmpl, in, a.MaxChars)
+	return a.annotate(ctx, in, 0)
+}
+
+// annotate is Annotate for work `ac3 retry` re-queued retry times.
+func (a *LLM) annotate(ctx context.Context, in Input, retry int) (pipeline.Unit, error) {
+	core := a.core()
+	msgs, tg, err := render(core, in)
 	if err != nil {
 		return pipeline.Unit{}, err
 	}
-	req := llm.Request{Role: a.Role, Stage: StageName, Messages: msgs, CompletionEstimate: 160}
-	lab, resp, err := llm.CallParsed(ctx, a.Client, req, a.Retries, parser(tg, in.Turn))
+	q := annotator.Query{Stage: StageName, Turn: in.Turn, Messages: msgs, Tagger: tg, CompletionEstimate: 160, Retry: retry}
+	u, err := annotator.Unit(ctx, core, q, check(in.Turn), func(l Label, name string) ([]byte, error) {
+		l.Annotator = name
+		return l.Encode()
+	})
 	if err != nil {
-		var pe *llm.ParseError
-		var ce *llm.CallError
-		switch {
-		case errors.As(err, &pe):
-			return pipeline.Unit{Turn: in.Turn, Failed: true, Attempts: pe.Attempts, Error: err.Error(), Raw: pe.Raw}, nil
-		case errors.As(err, &ce) && !llm.IsFatal(err):
-			return pipeline.Unit{Turn: in.Turn, Failed: true, Attempts: 1, Error: err.Error(), Raw: ce.Raw}, nil
-		}
 		return pipeline.Unit{}, fmt.Errorf("reviewing reply %d: %w", in.Turn, err)
 	}
-	model := resp.Model
-	if model == "" {
-		model = "unknown"
-	}
-	lab.Annotator = "llm:" + model
-	b, err := lab.Encode()
-	if err != nil {
-		return pipeline.Unit{}, err
-	}
-	return pipeline.Unit{Turn: in.Turn, Attempts: 1, Output: b, Tokens: int64(resp.Usage.Total())}, nil
+	return u, nil
 }
 
 // DefaultFrom is the first round reviewed: round 1 has nothing to carry over.
@@ -319,7 +215,7 @@ func NewStage(a *LLM) (*Stage, error) {
 	if a == nil || a.Client == nil {
 		return nil, errors.New("creating pollution stage: it needs a model client")
 	}
-	a.defaults()
+	a.core()
 	return &Stage{llm: a}, nil
 }
 
@@ -352,7 +248,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		var units []pipeline.Unit
 		for _, turn := range Turns(t.Conv) {
 			in, _ := DatasetInput(t.Conv, turn)
-			u, err := s.llm.Annotate(ctx, in)
+			u, err := s.llm.annotate(ctx, in, t.Retry)
 			if err != nil {
 				return nil, err
 			}

@@ -1,4 +1,8 @@
-package classify_test
+// Package annotatortest holds what the tests of the model-backed annotation
+// stages share: a client bound to an in-process llmtest server, the
+// nonce-tagged answers the scripted model writes, a sample conversation and
+// a seeded run ledger.
+package annotatortest
 
 import (
 	"context"
@@ -14,9 +18,10 @@ import (
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 )
 
-// newClient returns a client bound to srv with no retries of its own, so
-// request counts in tests are exact.
-func newClient(tb testing.TB, srv *llmtest.Server) *llm.Client {
+// Client returns a client bound to srv, with a memory cache and no retries
+// of its own, so request counts in tests are exact. Its model is
+// "test-model".
+func Client(tb testing.TB, srv *llmtest.Server) *llm.Client {
 	tb.Helper()
 	c, err := llm.New(llm.Options{
 		Endpoints: []llm.Endpoint{{Name: "test", BaseURL: srv.URL, APIKey: "k", Model: "test-model", Timeout: 5 * time.Second, MaxAttempts: 1}},
@@ -30,8 +35,9 @@ func newClient(tb testing.TB, srv *llmtest.Server) *llm.Client {
 
 var nonceRE = regexp.MustCompile(`<answer id="([0-9a-f]+)">`)
 
-// nonceOf reads the nonce the prompt told the model to use.
-func nonceOf(req llmtest.ChatRequest) string {
+// NonceOf reads the nonce the prompt's system message told the model to
+// use, or "" when there is none.
+func NonceOf(req llmtest.ChatRequest) string {
 	m := nonceRE.FindStringSubmatch(req.System())
 	if m == nil {
 		return ""
@@ -39,12 +45,21 @@ func nonceOf(req llmtest.ChatRequest) string {
 	return m[1]
 }
 
-func answer(nonce, body string) string {
+// Answer is a model reply holding body in the answer section tagged with
+// nonce.
+func Answer(nonce, body string) string {
 	return fmt.Sprintf("Here is my label.\n<answer id=%q>\n%s\n</answer>", nonce, body)
 }
 
-// sample has three user turns; turn 2 is feedback and turn 3 a new ask.
-func sample() *conv.Conversation {
+// Reply is a scripted reply that answers every request with body in its
+// nonce-tagged answer section.
+func Reply(body string) func(llmtest.ChatRequest) llmtest.Reply {
+	return func(r llmtest.ChatRequest) llmtest.Reply { return llmtest.Reply{Content: Answer(NonceOf(r), body)} }
+}
+
+// Sample is a three-turn coding conversation with a system message: u_2
+// reports a bug in a_1 (feedback) and u_3 starts a new ask; u_3 has no reply.
+func Sample() *conv.Conversation {
 	return &conv.Conversation{ID: "c1", System: "You are a coding assistant.", Messages: []conv.Message{
 		{Role: conv.User, Content: "Write a Python function that reverses a string."},
 		{Role: conv.Assistant, Content: "def rev(s):\n    return s[::-1]"},
@@ -54,7 +69,9 @@ func sample() *conv.Conversation {
 	}}
 }
 
-func seedLedger(tb testing.TB, convs ...*conv.Conversation) *ledger.Ledger {
+// Ledger returns a ledger in a temporary folder with convs ingested, closed
+// when the test ends.
+func Ledger(tb testing.TB, convs ...*conv.Conversation) *ledger.Ledger {
 	tb.Helper()
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, filepath.Join(tb.TempDir(), "run.db"), ledger.Options{})
@@ -72,7 +89,8 @@ func seedLedger(tb testing.TB, convs ...*conv.Conversation) *ledger.Ledger {
 	return l
 }
 
-func timeout(tb testing.TB) context.Context {
+// Context returns a context that ends after 30 seconds or with the test.
+func Context(tb testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	tb.Cleanup(cancel)
 	return ctx
