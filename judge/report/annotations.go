@@ -2,60 +2,91 @@ package report
 
 import (
 	"context"
-	"encoding/json"
-
 	"math"
+	"sort"
 
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/stages/classify"
+	"github.com/ac3/ac3/stages/constraints"
+	"github.com/ac3/ac3/stages/pollution"
 )
 
-// Annotations summarizes the annotation stages that ran.
+// Annotations summarizes the annotation stages that ran. The numbers are
+// the stages' own summaries (classify.Summarize, constraints.Summarize,
+// pollution.Summarize); their intervals are 95% Wilson intervals that treat
+// turns as independent, whatever the report's level.
 type Annotations struct {
-	TurnTypes   *Distribution      `json:"turn_types,omitempty"`
+	TurnTypes   *TurnTypeSummary   `json:"turn_types,omitempty"`
 	Pollution   *PollutionSummary  `json:"pollution,omitempty"`
 	Constraints *ConstraintSummary `json:"constraints,omitempty"`
 }
 
-// Distribution is how n annotated turns split into categories.
-type Distribution struct {
-	Annotator string  `json:"annotator"` // the stage variant read ("llm" or "heuristic")
-	N         int     `json:"n"`
-	Failed    int     `json:"failed"`
-	Shares    []Share `json:"shares"`
-}
-
-// Share is one category's count and rate with a Wilson interval.
-type Share struct {
-	Key    string   `json:"key"`
+// Proportion is Count out of Of, with its rate and Wilson interval (null
+// when Of is 0).
+type Proportion struct {
 	Count  int      `json:"count"`
+	Of     int      `json:"of"`
 	Rate   Num      `json:"rate"`
 	Wilson Interval `json:"wilson"`
 }
 
-// PollutionSummary is the context-pollution annotation of assistant turns.
+// Share is one category's proportion.
+type Share struct {
+	Key string `json:"key"`
+	Proportion
+}
+
+// Count is how often something occurred.
+type Count struct {
+	Key   string `json:"key"`
+	Count int    `json:"count"`
+}
+
+// TurnTypeSummary is the classify stage: how the labelled user turns split
+// into turn types, who labelled them and which earlier turns they lean on.
+type TurnTypeSummary struct {
+	Variant       string  `json:"variant"` // the stage variant read ("llm" or "heuristic")
+	Turns         int     `json:"turns"`
+	Failed        int     `json:"failed"`
+	Conversations int     `json:"conversations"`
+	Types         []Share `json:"types"`      // of Turns, in classify.Types() order
+	Annotators    []Count `json:"annotators"` // "llm:<model>" or "heuristic"
+	SelfContained int     `json:"self_contained"`
+	Refs          []Count `json:"refs"` // reference tags ("1a", "2u", …), nearest first
+}
+
+// PollutionSummary is the context-pollution review of assistant turns.
 type PollutionSummary struct {
-	Annotator     string   `json:"annotator"`
-	Turns         int      `json:"turns"`
-	Present       int      `json:"present"`
-	Rate          Num      `json:"rate"`
-	Wilson        Interval `json:"wilson"`
-	Conversations int      `json:"conversations"`
-	Polluted      int      `json:"conversations_polluted"`
-	ConvRate      Num      `json:"conversation_rate"`
-	ByCategory    []Share  `json:"by_category"` // shares of the polluted turns
+	Variant          string          `json:"variant"`
+	Turns            int             `json:"turns"`
+	Failed           int             `json:"failed"`
+	Conversations    int             `json:"conversations"`
+	AnyTurns         Proportion      `json:"any_turns"`         // polluted turns of the reviewed turns
+	AnyConversations Proportion      `json:"any_conversations"` // conversations with a polluted turn
+	ByCategory       []CategoryShare `json:"by_category"`       // in pollution.Categories() order
+	Annotators       []Count         `json:"annotators"`
+}
+
+// CategoryShare is one pollution category's share of the reviewed turns and
+// of the conversations.
+type CategoryShare struct {
+	Category      string     `json:"category"`
+	Turns         Proportion `json:"turns"`
+	Conversations Proportion `json:"conversations"`
 }
 
 // ConstraintSummary is the session-constraint annotation.
 type ConstraintSummary struct {
-	Annotator     string  `json:"annotator"`
-	Turns         int     `json:"turns"`
-	TurnsWithNew  int     `json:"turns_with_new"`
-	Rate          Num     `json:"rate"` // TurnsWithNew / Turns
-	New           int     `json:"new"`
-	ByType        []Share `json:"by_type"`
-	Conversations int     `json:"conversations"`
-	MeanRegistry  Num     `json:"mean_final_registry"` // constraints in force at each conversation's last annotated turn
+	Variant              string  `json:"variant"`
+	Turns                int     `json:"turns"` // user turns read
+	Failed               int     `json:"failed"`
+	Conversations        int     `json:"conversations"`
+	TurnsWithNew         int     `json:"turns_with_new"`         // turns that set at least one constraint
+	ConversationsWithAny int     `json:"conversations_with_any"` // registry not empty at the last read turn
+	Constraints          int     `json:"constraints"`            // constraints set, all turns
+	ByType               []Share `json:"by_type"`                // of Constraints, in constraints.Types() order
+	ByTurn               []Count `json:"by_turn"`                // constraints set at user turn 1, 2, …, "10+"
+	Annotators           []Count `json:"annotators"`
 }
 
 // pickVariant prefers the model annotator, then the heuristic, then any.
@@ -73,115 +104,72 @@ func pickVariant(vs []ledger.Variant) (ledger.Variant, bool) {
 	return ledger.Variant{}, false
 }
 
-// readAnnotations reads the annotation stages in the formats agreed across
-// the project (one JSON object per turn) and returns their summaries and
-// the turn type of every classified turn.
+// readUnits returns the units of one variant of a stage.
+func readUnits(ctx context.Context, src Source, stage string, v ledger.Variant) ([]ledger.Unit, error) {
+	var us []ledger.Unit
+	err := src.Units(ctx, stage, []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
+		us = append(us, u)
+		return nil
+	})
+	return us, err
+}
+
+// readAnnotations summarizes the annotation stages with their own summary
+// functions and returns the turn type of every classified turn, for the
+// breakdowns.
 func readAnnotations(ctx context.Context, src Source, plans map[string][]ledger.Variant) (*Annotations, map[turnKey]string, error) {
 	types := map[turnKey]string{}
 	var a Annotations
-	level := stats.DefaultLevel
-	if v, ok := pickVariant(plans["classify"]); ok {
-		d := &Distribution{Annotator: v.Name}
-		counts := map[string]int{}
-		err := src.Units(ctx, "classify", []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
-			var out struct {
-				Type string `json:"type"`
-			}
-			if u.Status != ledger.Done || json.Unmarshal(u.Output, &out) != nil || out.Type == "" {
-				d.Failed++
-				return nil
-			}
-			d.N++
-			counts[out.Type]++
-			types[turnKey{u.ConvID, u.Turn}] = out.Type
-			return nil
-		})
+	if v, ok := pickVariant(plans[classify.StageName]); ok {
+		us, err := readUnits(ctx, src, classify.StageName, v)
 		if err != nil {
 			return nil, nil, err
 		}
-		d.Shares = shares(counts, d.N, level)
+		for _, u := range us {
+			if u.Status != ledger.Done {
+				continue
+			}
+			if l, err := classify.Decode(u.Output); err == nil {
+				types[turnKey{u.ConvID, u.Turn}] = l.Type
+			}
+		}
+		s := classify.Summarize(us)
+		d := &TurnTypeSummary{Variant: v.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
+			Types: []Share{}, Annotators: counts(s.Annotators, nil), SelfContained: s.SelfContained, Refs: counts(s.Refs, s.RefTags())}
+		for _, ts := range s.Types {
+			d.Types = append(d.Types, Share{Key: ts.Type, Proportion: proportion(ts.Count, s.Turns, ts.Share, ts.Lo, ts.Hi)})
+		}
 		a.TurnTypes = d
 	}
-	if v, ok := pickVariant(plans["pollution"]); ok {
-		p := &PollutionSummary{Annotator: v.Name}
-		cats := map[string]int{}
-		convs := map[string]bool{}
-		err := src.Units(ctx, "pollution", []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
-			var out struct {
-				Present  bool   `json:"present"`
-				Category string `json:"category"`
-			}
-			if u.Status != ledger.Done || json.Unmarshal(u.Output, &out) != nil {
-				return nil
-			}
-			p.Turns++
-			if _, seen := convs[u.ConvID]; !seen {
-				convs[u.ConvID] = false
-			}
-			if out.Present {
-				p.Present++
-				convs[u.ConvID] = true
-				cat := out.Category
-				if cat == "" {
-					cat = "unspecified"
-				}
-				cats[cat]++
-			}
-			return nil
-		})
+	if v, ok := pickVariant(plans[pollution.StageName]); ok {
+		us, err := readUnits(ctx, src, pollution.StageName, v)
 		if err != nil {
 			return nil, nil, err
 		}
-		p.Rate = ratio(int64(p.Present), p.Turns)
-		p.Wilson = interval(stats.Wilson(float64(p.Present), p.Turns, level))
-		p.Conversations = len(convs)
-		for _, polluted := range convs {
-			if polluted {
-				p.Polluted++
-			}
+		s := pollution.Summarize(us)
+		p := &PollutionSummary{Variant: v.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
+			AnyTurns: pshare(s.AnyTurns), AnyConversations: pshare(s.AnyConversations),
+			ByCategory: []CategoryShare{}, Annotators: counts(s.Annotators, nil)}
+		for _, c := range s.Categories {
+			p.ByCategory = append(p.ByCategory, CategoryShare{Category: c.Category, Turns: pshare(c.Turns), Conversations: pshare(c.Conversations)})
 		}
-		p.ConvRate = ratio(int64(p.Polluted), p.Conversations)
-		p.ByCategory = shares(cats, p.Present, level)
 		a.Pollution = p
 	}
-	if v, ok := pickVariant(plans["constraints"]); ok {
-		c := &ConstraintSummary{Annotator: v.Name}
-		byType := map[string]int{}
-		last := map[string]struct{ turn, size int }{}
-		err := src.Units(ctx, "constraints", []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
-			var out struct {
-				New []struct {
-					Type string `json:"type"`
-				} `json:"new"`
-				Registry []json.RawMessage `json:"registry"`
-			}
-			if u.Status != ledger.Done || json.Unmarshal(u.Output, &out) != nil {
-				return nil
-			}
-			c.Turns++
-			if len(out.New) > 0 {
-				c.TurnsWithNew++
-			}
-			c.New += len(out.New)
-			for _, n := range out.New {
-				byType[n.Type]++
-			}
-			if l, ok := last[u.ConvID]; !ok || u.Turn >= l.turn {
-				last[u.ConvID] = struct{ turn, size int }{u.Turn, len(out.Registry)}
-			}
-			return nil
-		})
+	if v, ok := pickVariant(plans[constraints.StageName]); ok {
+		us, err := readUnits(ctx, src, constraints.StageName, v)
 		if err != nil {
 			return nil, nil, err
 		}
-		c.Rate = ratio(int64(c.TurnsWithNew), c.Turns)
-		c.ByType = shares(byType, c.New, level)
-		c.Conversations = len(last)
-		var sum int64
-		for _, l := range last {
-			sum += int64(l.size)
+		s := constraints.Summarize(us)
+		c := &ConstraintSummary{Variant: v.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
+			TurnsWithNew: s.TurnsWithNew, ConversationsWithAny: s.ConversationsWithAny, Constraints: s.Constraints,
+			ByType: []Share{}, ByTurn: []Count{}, Annotators: counts(s.Annotators, nil)}
+		for _, tc := range s.ByType {
+			c.ByType = append(c.ByType, Share{Key: tc.Type, Proportion: proportion(tc.Count, s.Constraints, tc.Share, tc.Lo, tc.Hi)})
 		}
-		c.MeanRegistry = ratio(sum, c.Conversations)
+		for _, tc := range s.ByTurn {
+			c.ByTurn = append(c.ByTurn, Count{Key: tc.Turns, Count: tc.Count})
+		}
 		a.Constraints = c
 	}
 	if a.TurnTypes == nil && a.Pollution == nil && a.Constraints == nil {
@@ -190,15 +178,30 @@ func readAnnotations(ctx context.Context, src Source, plans map[string][]ledger.
 	return &a, types, nil
 }
 
-func shares(counts map[string]int, n int, level float64) []Share {
-	out := []Share{}
-	for _, k := range sortedKeys(counts) {
-		s := Share{Key: k, Count: counts[k], Rate: Num(math.NaN())}
-		if n > 0 {
-			s.Rate = Num(float64(counts[k]) / float64(n))
+// proportion turns a summary's share into report form: unknown (null)
+// rather than 0 when there is nothing to divide by.
+func proportion(k, n int, share, lo, hi float64) Proportion {
+	if n == 0 {
+		nan := Num(math.NaN())
+		return Proportion{Count: k, Of: n, Rate: nan, Wilson: Interval{nan, nan}}
+	}
+	return Proportion{Count: k, Of: n, Rate: Num(share), Wilson: Interval{Num(lo), Num(hi)}}
+}
+
+func pshare(s pollution.Share) Proportion { return proportion(s.Count, s.Total, s.Share, s.Lo, s.Hi) }
+
+// counts lists m in the given key order, or by key when order is nil.
+func counts(m map[string]int, order []string) []Count {
+	if order == nil {
+		order = make([]string, 0, len(m))
+		for k := range m {
+			order = append(order, k)
 		}
-		s.Wilson = interval(stats.Wilson(float64(counts[k]), n, level))
-		out = append(out, s)
+		sort.Strings(order)
+	}
+	out := make([]Count, 0, len(order))
+	for _, k := range order {
+		out = append(out, Count{Key: k, Count: m[k]})
 	}
 	return out
 }

@@ -2,8 +2,15 @@
 // writes what a person wants to know about it: who wins each judged pair,
 // by how much and with what certainty, per dimension, turn type and round;
 // whether the judge favours a position; what each strategy costs in context
-// tokens; how often AC3's gate opens; what the model calls cost per role;
-// and the annotation distributions when those stages ran.
+// tokens against fc; how often AC3's gate opens (overall, per turn type and
+// per round), how many resets it made and what its analysis cost per
+// analyzed turn; what the model calls cost per role; and, when those stages
+// ran, the turn-type distribution, pollution shares and session constraints.
+//
+// The numbers about curation and annotation come from the stages' own
+// summaries (curate.GateRates, ResetCounts, TokensVsFC, AnalysisCosts;
+// classify, constraints and pollution Summarize), so the report and the
+// stages cannot disagree on what a stored record means.
 //
 // Build collects everything into a Report; WriteJSON, WriteMarkdown and
 // WriteHTML render it. report.json carries every number with its n, its

@@ -90,31 +90,8 @@ svg{display:block;margin:.4rem 0 1rem;max-width:100%;height:auto}svg text{font-f
 		}
 		b.WriteString("</table>\n")
 	}
-	if len(r.Tokens) > 0 {
-		b.WriteString("<h2>Context tokens per strategy, by round</h2>\n")
-		var ss []series
-		for _, t := range r.Tokens {
-			s := series{name: t.Strategy}
-			for _, x := range t.ByRound {
-				s.pts = append(s.pts, point{x: x.Round, y: float64(x.Mean)})
-			}
-			ss = append(ss, s)
-		}
-		b.WriteString(lineChart(ss, "round (user turn)", "mean context tokens"))
-		b.WriteString("<table><tr><th>strategy</th><th>n</th><th>mean</th><th>total</th><th>ratio to fc</th></tr>\n")
-		for _, t := range r.Tokens {
-			fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%d</td><td>%s</td></tr>\n", e(t.Strategy), t.N, fix(t.Mean, 1), t.Total, fix(t.VsFC, 3))
-		}
-		b.WriteString("</table>\n")
-	}
-	if len(r.Gates) > 0 {
-		b.WriteString("<h2>Gate-open rates</h2>\n")
-		var bars []bar
-		for _, g := range r.Gates {
-			bars = append(bars, bar{label: g.Strategy, v: float64(g.Rate), lo: float64(g.Wilson.Lo), hi: float64(g.Wilson.Hi), text: fmt.Sprintf("%s (%d/%d)", pct(g.Rate), g.Open, g.N)})
-		}
-		b.WriteString(barChart(bars, 1))
-	}
+	r.htmlCuration(&b)
+	r.htmlAnnotations(&b)
 	b.WriteString("<h2>Cost by role</h2>\n")
 	if len(r.Cost.ByRole) == 0 {
 		b.WriteString("<p>No model calls recorded.</p>\n")
@@ -135,36 +112,9 @@ svg{display:block;margin:.4rem 0 1rem;max-width:100%;height:auto}svg text{font-f
 		}
 		fmt.Fprintf(&b, "<tr><td>total</td><td></td><td></td><td></td><td></td><td></td><td>%s</td><td></td><td></td></tr></table>\n", fix(r.Cost.TotalUSD, 4))
 	}
-	if a := r.Annotations; a != nil {
-		b.WriteString("<h2>Annotations</h2>\n")
-		if d := a.TurnTypes; d != nil {
-			fmt.Fprintf(&b, "<h3>Turn types</h3><p class=meta>annotator %s · n = %d · %d failed</p>\n", e(d.Annotator), d.N, d.Failed)
-			b.WriteString(barChart(shareBars(d.Shares), 1))
-		}
-		if p := a.Pollution; p != nil {
-			fmt.Fprintf(&b, "<h3>Context pollution</h3><p>%d of %d assistant turns (%s, Wilson %s); %d of %d conversations (%s). Annotator %s.</p>\n", p.Present, p.Turns, pct(p.Rate), ivl(p.Wilson), p.Polluted, p.Conversations, pct(p.ConvRate), e(p.Annotator))
-			if len(p.ByCategory) > 0 {
-				b.WriteString(barChart(shareBars(p.ByCategory), 1))
-			}
-		}
-		if c := a.Constraints; c != nil {
-			fmt.Fprintf(&b, "<h3>Session constraints</h3><p>%d new constraints on %d of %d user turns (%s); mean registry at the last turn %s over %d conversations. Annotator %s.</p>\n", c.New, c.TurnsWithNew, c.Turns, pct(c.Rate), fix(c.MeanRegistry, 2), c.Conversations, e(c.Annotator))
-			if len(c.ByType) > 0 {
-				b.WriteString(barChart(shareBars(c.ByType), 1))
-			}
-		}
-	}
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func shareBars(ss []Share) []bar {
-	var bars []bar
-	for _, s := range ss {
-		bars = append(bars, bar{label: s.Key, v: float64(s.Rate), lo: float64(s.Wilson.Lo), hi: float64(s.Wilson.Hi), text: fmt.Sprintf("%s (%d)", pct(s.Rate), s.Count)})
-	}
-	return bars
 }
 
 var palette = []string{"#2f6db5", "#d9822b", "#3a9a5b", "#b23a48", "#7a5bb5", "#4a9db0", "#8c6d3f", "#c25a9f"}

@@ -129,40 +129,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		b.f("\n")
 	}
-	if len(r.Tokens) > 0 {
-		b.f("## Context tokens per strategy\n\n| strategy | n | mean | total | ratio to fc |\n|---|---:|---:|---:|---:|\n")
-		for _, t := range r.Tokens {
-			b.f("| %s | %d | %s | %d | %s |\n", t.Strategy, t.N, fix(t.Mean, 1), t.Total, fix(t.VsFC, 3))
-		}
-		b.f("\n**Mean context tokens by round** (n per cell in parentheses)\n\n")
-		rounds := tokenRounds(r.Tokens)
-		b.f("| strategy |")
-		for _, k := range rounds {
-			b.f(" %d |", k)
-		}
-		b.f("\n|---|%s\n", strings.Repeat("---:|", len(rounds)))
-		for _, t := range r.Tokens {
-			b.f("| %s |", t.Strategy)
-			for _, k := range rounds {
-				cell := "—"
-				for _, x := range t.ByRound {
-					if x.Round == k {
-						cell = fmt.Sprintf("%s (%d)", fix(x.Mean, 0), x.N)
-					}
-				}
-				b.f(" %s |", cell)
-			}
-			b.f("\n")
-		}
-		b.f("\n")
-	}
-	if len(r.Gates) > 0 {
-		b.f("## Gate-open rates\n\n| strategy | n | open | rate | Wilson |\n|---|---:|---:|---:|---|\n")
-		for _, g := range r.Gates {
-			b.f("| %s | %d | %d | %s | %s |\n", g.Strategy, g.N, g.Open, pct(g.Rate), ivl(g.Wilson))
-		}
-		b.f("\n")
-	}
+	r.mdCuration(b)
+	r.mdAnnotations(b)
 	b.f("## Cost by role\n\n")
 	if len(r.Cost.ByRole) == 0 {
 		b.f("No model calls recorded.\n\n")
@@ -172,25 +140,6 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			b.f("| %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", c.Role, c.Calls, c.CacheHits, c.Failed, c.PromptTokens, c.CompletionTokens, fix(c.CostUSD, 4), list(c.Models), list(c.Stages))
 		}
 		b.f("| total | | | | | | %s | | |\n\n", fix(r.Cost.TotalUSD, 4))
-	}
-	if a := r.Annotations; a != nil {
-		b.f("## Annotations\n\n")
-		if d := a.TurnTypes; d != nil {
-			b.f("**Turn types** (annotator %s, n = %d, %d failed)\n\n", d.Annotator, d.N, d.Failed)
-			shareTable(b, "type", d.Shares)
-		}
-		if p := a.Pollution; p != nil {
-			b.f("**Context pollution** (annotator %s): %d of %d assistant turns (%s, Wilson %s); %d of %d conversations (%s).\n\n", p.Annotator, p.Present, p.Turns, pct(p.Rate), ivl(p.Wilson), p.Polluted, p.Conversations, pct(p.ConvRate))
-			if len(p.ByCategory) > 0 {
-				shareTable(b, "category", p.ByCategory)
-			}
-		}
-		if c := a.Constraints; c != nil {
-			b.f("**Session constraints** (annotator %s): %d new constraints on %d of %d user turns (%s); mean registry at the last turn %s over %d conversations.\n\n", c.Annotator, c.New, c.TurnsWithNew, c.Turns, pct(c.Rate), fix(c.MeanRegistry, 2), c.Conversations)
-			if len(c.ByType) > 0 {
-				shareTable(b, "type", c.ByType)
-			}
-		}
 	}
 	return b.err
 }
@@ -203,14 +152,6 @@ func groupTable(b *mdWriter, key string, gs []Group) {
 	b.f("| %s | n | A | B | tie | win rate A | CI | sign p | note |\n|---|---:|---:|---:|---:|---:|---|---:|---|\n", key)
 	for _, g := range gs {
 		b.f("| %s | %d | %d | %d | %d | %s | %s | %s | %s |\n", g.Key, g.N, g.Wins, g.Losses, g.Ties, pct(g.WinRate), ivl(g.CI), pval(g.SignTest.P), esc(g.Warning))
-	}
-	b.f("\n")
-}
-
-func shareTable(b *mdWriter, key string, ss []Share) {
-	b.f("| %s | count | share | Wilson |\n|---|---:|---:|---|\n", key)
-	for _, s := range ss {
-		b.f("| %s | %d | %s | %s |\n", s.Key, s.Count, pct(s.Rate), ivl(s.Wilson))
 	}
 	b.f("\n")
 }

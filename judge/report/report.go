@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -19,7 +18,7 @@ import (
 
 // Schema names the layout of report.json; it changes only when fields are
 // renamed or removed.
-const Schema = "ac3.report/v1"
+const Schema = "ac3.report/v2"
 
 // Source is what the report reads from a run; *ledger.Ledger satisfies it.
 type Source interface {
@@ -44,18 +43,20 @@ func (o Options) stats() stats.Options {
 
 // Report is everything the report shows. Its JSON form is report.json.
 type Report struct {
-	Schema        string       `json:"schema"`
-	Run           string       `json:"run"` // the run file's name
-	Settings      Settings     `json:"settings"`
-	Conversations int64        `json:"conversations"`
-	Judge         JudgeInfo    `json:"judge"`
-	Pairs         []PairReport `json:"pairs"`
-	Respond       []RespondRow `json:"respond"`
-	Tokens        []TokenRow   `json:"tokens"`
-	Gates         []GateRow    `json:"gates,omitempty"` // only when AC3 contexts carry gate records
-	Cost          Cost         `json:"cost"`
-	Annotations   *Annotations `json:"annotations,omitempty"`
-	Notes         []string     `json:"notes"`
+	Schema        string            `json:"schema"`
+	Run           string            `json:"run"` // the run file's name
+	Settings      Settings          `json:"settings"`
+	Conversations int64             `json:"conversations"`
+	Judge         JudgeInfo         `json:"judge"`
+	Pairs         []PairReport      `json:"pairs"`
+	Respond       []RespondRow      `json:"respond"`
+	Tokens        []TokenRow        `json:"tokens"`
+	Gates         []GateRow         `json:"gates,omitempty"`         // strategies that record per-turn decisions
+	Resets        []ResetRow        `json:"resets,omitempty"`        // strategies that remove history
+	AnalysisCost  []AnalysisCostRow `json:"analysis_cost,omitempty"` // strategies that call a model
+	Cost          Cost              `json:"cost"`
+	Annotations   *Annotations      `json:"annotations,omitempty"`
+	Notes         []string          `json:"notes"`
 }
 
 // Settings says how the numbers were computed.
@@ -184,41 +185,6 @@ type RespondRow struct {
 	MeanContextToks Num      `json:"mean_context_tokens"`
 }
 
-// TokenRow is one curate strategy's context size.
-type TokenRow struct {
-	Strategy string     `json:"strategy"`
-	N        int        `json:"n"`
-	Mean     Num        `json:"mean"`
-	Total    int64      `json:"total"`
-	VsFC     Num        `json:"ratio_to_fc"` // mean over fc's mean on the same turns; null without fc
-	ByRound  []RoundTok `json:"by_round"`
-}
-
-// RoundTok is the mean context size of one round.
-type RoundTok struct {
-	Round int `json:"round"`
-	N     int `json:"n"`
-	Mean  Num `json:"mean"`
-}
-
-// GateRow is how often an AC3 strategy's gate opened.
-type GateRow struct {
-	Strategy string      `json:"strategy"`
-	N        int         `json:"n"`
-	Open     int         `json:"open"`
-	Rate     Num         `json:"rate"`
-	Wilson   Interval    `json:"wilson"`
-	ByRound  []RoundGate `json:"by_round"`
-}
-
-// RoundGate is the gate-open rate of one round.
-type RoundGate struct {
-	Round int `json:"round"`
-	N     int `json:"n"`
-	Open  int `json:"open"`
-	Rate  Num `json:"rate"`
-}
-
 // Cost sums the run's model calls.
 type Cost struct {
 	ByRole   []RoleCost `json:"by_role"`
@@ -276,7 +242,7 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 	if err := r.addRespond(ctx, src, plans[respond.StageName]); err != nil {
 		return nil, err
 	}
-	if err := r.addTokens(ctx, src, plans[curate.StageName], so); err != nil {
+	if err := r.addCuration(ctx, src, plans[curate.StageName], types, def.Level); err != nil {
 		return nil, err
 	}
 	r.addCost(st)
@@ -460,104 +426,6 @@ func ratio(a int64, n int) Num {
 		return Num(math.NaN())
 	}
 	return Num(float64(a) / float64(n))
-}
-
-func (r *Report) addTokens(ctx context.Context, src Source, variants []ledger.Variant, so stats.Options) error {
-	type acc struct {
-		n   int
-		sum int64
-	}
-	byTurn := map[string]map[turnKey]int64{}
-	for _, v := range variants {
-		row := TokenRow{Strategy: v.Name, ByRound: []RoundTok{}}
-		rounds := map[int]*acc{}
-		gate := GateRow{Strategy: v.Name}
-		gRounds := map[int]*RoundGate{}
-		byTurn[v.Name] = map[turnKey]int64{}
-		err := src.Units(ctx, curate.StageName, []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
-			if u.Status != ledger.Done {
-				return nil
-			}
-			row.N++
-			row.Total += u.Tokens
-			byTurn[v.Name][turnKey{u.ConvID, u.Turn}] = u.Tokens
-			a := rounds[u.Turn]
-			if a == nil {
-				a = &acc{}
-				rounds[u.Turn] = a
-			}
-			a.n++
-			a.sum += u.Tokens
-			if open, ok := gateOpen(u.Output); ok {
-				gate.N++
-				g := gRounds[u.Turn]
-				if g == nil {
-					g = &RoundGate{Round: u.Turn}
-					gRounds[u.Turn] = g
-				}
-				g.N++
-				if open {
-					gate.Open++
-					g.Open++
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		row.Mean = ratio(row.Total, row.N)
-		for _, k := range sortedKeys(rounds) {
-			row.ByRound = append(row.ByRound, RoundTok{Round: k, N: rounds[k].n, Mean: ratio(rounds[k].sum, rounds[k].n)})
-		}
-		r.Tokens = append(r.Tokens, row)
-		if gate.N > 0 {
-			gate.Rate = ratio(int64(gate.Open), gate.N)
-			gate.Wilson = interval(stats.Wilson(float64(gate.Open), gate.N, stats.Summarize(nil, so).Level))
-			for _, k := range sortedKeys(gRounds) {
-				g := gRounds[k]
-				g.Rate = ratio(int64(g.Open), g.N)
-				gate.ByRound = append(gate.ByRound, *g)
-			}
-			r.Gates = append(r.Gates, gate)
-		}
-	}
-	// Ratio to fc on the turns both have, so strategies curated over
-	// different turns are still compared like with like.
-	if fc, ok := byTurn["fc"]; ok {
-		for i := range r.Tokens {
-			var a, b int64
-			for k, t := range byTurn[r.Tokens[i].Strategy] {
-				if f, ok := fc[k]; ok {
-					a += t
-					b += f
-				}
-			}
-			r.Tokens[i].VsFC = Num(math.NaN())
-			if b > 0 {
-				r.Tokens[i].VsFC = Num(float64(a) / float64(b))
-			}
-		}
-	} else {
-		for i := range r.Tokens {
-			r.Tokens[i].VsFC = Num(math.NaN())
-		}
-	}
-	return nil
-}
-
-// gateOpen reads an AC3 gate record from a stored curated context, when the
-// strategy wrote one. It decodes defensively: the curate package owns the
-// layout, and contexts of deterministic strategies carry none.
-func gateOpen(b []byte) (open, ok bool) {
-	if _, err := curate.DecodeContext(b); err != nil {
-		return false, false
-	}
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(b, &probe) != nil {
-		return false, false
-	}
-	return gateFromProbe(probe)
 }
 
 func (r *Report) addCost(st ledger.Status) {

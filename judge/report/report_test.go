@@ -14,6 +14,7 @@ import (
 	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/judge/report"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/respond"
 )
@@ -64,9 +65,10 @@ func (f *fakeRun) add(stage, variant string, seq int64, turn int, status string,
 	f.plans[stage] = append(f.plans[stage], ledger.Variant{Name: variant, Version: "v1"})
 }
 
-// fixedRun has 4 conversations with turns 2–3: curate fc/ao (ao with gate
-// records), answers, a both-orders pair and a random-order pair, turn
-// types, pollution and constraints, and model spend.
+// fixedRun has 4 conversations with turns 2–3: curate fc/ao/gated-reset
+// (gated-reset with its decision records), answers, a both-orders pair and
+// a random-order pair, turn types, pollution and constraints, and model
+// spend.
 func fixedRun(t *testing.T) *fakeRun {
 	f := &fakeRun{plans: map[string][]ledger.Variant{}, units: map[string][]ledger.Unit{}}
 	f.status = ledger.Status{Conversations: 4, LLM: []ledger.LLMUsage{
@@ -80,19 +82,45 @@ func fixedRun(t *testing.T) *fakeRun {
 			k++
 			fc := curate.Context{Strategy: "fc", Turn: turn, Parts: []curate.Part{curate.MessagePart(0), curate.MessagePart(1), curate.MessagePart(2)}, Tokens: 100 * turn, Messages: 3}
 			ao := curate.Context{Strategy: "ao", Turn: turn, Parts: []curate.Part{curate.MessagePart(0), curate.MessagePart(2)}, Tokens: 40 * turn, Messages: 2}
-			b, _ := curate.EncodeContext(fc)
-			f.add(curate.StageName, "fc", seq, turn, ledger.Done, b, int64(fc.Tokens))
-			b, _ = curate.EncodeContext(ao)
-			// A gate record as AC3 strategies store it under "a".
-			b = append(b[:len(b)-1], []byte(fmt.Sprintf(`,"a":{"op":"ao","action":"reset","gate":%v}}`, k%3 != 0))...)
-			f.add(curate.StageName, "ao", seq, turn, ledger.Done, b, int64(ao.Tokens))
+			// gated-reset: turn 2 is below the floor; at turn 3 the
+			// analysis finds issues (a reset) in odd conversations and
+			// none in even ones; conversation 4's analysis came from the
+			// cache.
+			gr := fc
+			gr.Strategy = "gated-reset"
+			gr.Info = curate.Info{Operator: curate.OpGatedReset, Action: curate.ActionFloor}
+			if turn == 3 {
+				gr.Info = curate.Info{Operator: curate.OpGatedReset, Action: curate.ActionPass, Analyzed: true,
+					Analysis:      analyze.Analysis{Spec: "spec", Aligned: "aligned", Issues: "None"},
+					AnalysisUsage: analyze.Usage{Calls: 2, PromptTokens: 300, CompletionTokens: 80, CostUSD: 0.0011}}
+				if seq%2 == 1 {
+					gr.Info.Action, gr.Info.GateOpen, gr.Info.Resets, gr.Info.Analysis.Issues = curate.ActionReset, true, 1, "wrong unit"
+					gr.Parts, gr.Tokens, gr.Messages = []curate.Part{curate.TextPart("user", "reset"), curate.MessagePart(2)}, 60, 1
+				}
+				if seq == 4 {
+					gr.Info.AnalysisUsage.Cached, gr.Info.AnalysisUsage.CostUSD = 2, 0
+				}
+			}
+			for _, c := range []curate.Context{fc, ao, gr} {
+				b, err := curate.EncodeContext(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.add(curate.StageName, c.Strategy, seq, turn, ledger.Done, b, int64(c.Tokens))
+			}
 			for _, s := range []string{"fc", "ao"} {
 				f.add(respond.StageName, s, seq, turn, ledger.Done, respond.Output{Strategy: s, Respondent: "respondent", Model: "resp-m", Endpoint: "resp", ContextTokens: 100,
 					Samples: []respond.Sample{{Text: s + " answer", CompletionTokens: 200, Reasoning: map[bool]string{true: "thought"}[s == "fc"]}}}, 200)
 			}
-			f.add("classify", "llm", seq, turn, ledger.Done, map[string]any{"type": types[k%3], "confidence": 0.9}, 0)
-			f.add("pollution", "llm", seq, turn, ledger.Done, map[string]any{"present": k%4 == 0, "category": "code_carryover"}, 0)
-			f.add("constraints", "heuristic", seq, turn, ledger.Done, map[string]any{"new": []map[string]any{{"text": "x", "type": "output"}}[:k%2], "registry": make([]int, k%3)}, 0)
+			refs := []string{"1a", "2u"}[:min(k%3, 2)]
+			f.add("classify", "llm", seq, turn, ledger.Done, map[string]any{"type": types[k%3], "confidence": 0.9, "refs": refs, "annotator": "llm:ann-m"}, 0)
+			cat := map[bool]string{true: "intent_override", false: "code_carryover"}[k == 4]
+			f.add("pollution", "llm", seq, turn, ledger.Done, map[string]any{"present": k%4 == 0, "category": cat, "annotator": "llm:ann-m"}, 0)
+			// Odd conversations set one constraint at turn 2 (output in the
+			// first, process in the third); it stays in force at turn 3.
+			set := map[string]any{"text": "Reply in bullets.", "evidence": "bullets", "type": []string{"output", "process"}[seq/3], "turn": 2}
+			isNew := seq%2 == 1 && turn == 2
+			f.add("constraints", "heuristic", seq, turn, ledger.Done, map[string]any{"new": []any{set}[:map[bool]int{true: 1}[isNew]], "registry": []any{set}[:seq%2], "annotator": "heuristic"}, 0)
 			// fc:ao in both orders: A first, then B first.
 			oc := []string{"A", "B", "tie"}
 			aFirst, bFirst := oc[k%3], oc[(k+k/3)%3]
