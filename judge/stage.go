@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sourcegraph/conc/pool"
 
@@ -286,11 +287,18 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		err  error
 	}
 	got := make([]answer, len(jobs))
+	var budget atomic.Pointer[error]
 	pl := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(s.opts.Parallel)
 	for k, j := range jobs {
 		pl.Go(func(ctx context.Context) error {
 			req := llm.Request{Role: s.opts.Role, Stage: StageName, Messages: j.msgs, CompletionEstimate: 300, Reroll: t.Retry * (s.opts.Retries + 1)}
 			v, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, parseVerdict(j.tagger))
+			if errors.Is(err, llm.ErrBudgetExceeded) {
+				// Not an error that cancels the siblings: calls already in
+				// flight are paid for, so let them finish and be cached.
+				budget.Store(&err)
+				return nil
+			}
 			if err != nil && !unitError(err) {
 				return err
 			}
@@ -300,6 +308,9 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 	}
 	if err := pl.Wait(); err != nil {
 		return nil, fmt.Errorf("judging %s: %w", t.Conv.ID, err)
+	}
+	if err := budget.Load(); err != nil {
+		return nil, fmt.Errorf("judging %s: %w", t.Conv.ID, *err)
 	}
 	for k, j := range jobs {
 		st, a := states[j.variant][j.unit], got[k]

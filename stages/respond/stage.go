@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sourcegraph/conc/pool"
 
@@ -192,11 +193,17 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		err  error
 	}
 	answers := make([]answer, len(jobs))
+	var budget atomic.Pointer[error]
 	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(s.opts.Parallel)
 	for k, j := range jobs {
 		p.Go(func(ctx context.Context) error {
 			st := states[j.unit]
 			resp, err := s.ask(ctx, st.info.respondent.Role, j, t.Retry)
+			if errors.Is(err, llm.ErrBudgetExceeded) {
+				// Let calls already in flight finish and be cached.
+				budget.Store(&err)
+				return nil
+			}
 			if err != nil && !unitError(err) {
 				return err
 			}
@@ -206,6 +213,9 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 	}
 	if err := p.Wait(); err != nil {
 		return nil, fmt.Errorf("answering %s: %w", t.Conv.ID, err)
+	}
+	if err := budget.Load(); err != nil {
+		return nil, fmt.Errorf("answering %s: %w", t.Conv.ID, *err)
 	}
 	for k, j := range jobs {
 		st, a := states[j.unit], answers[k]
