@@ -212,7 +212,7 @@ func memoryCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "memory",
 		Usage: "the optional AC3 memory (a cheatsheet given to the analysis)",
-		Subcommands: []*cli.Command{{
+		Subcommands: []*cli.Command{memoryShowCommand(e), {
 			Name:  "learn",
 			Usage: "learn the cheatsheet on a split of the run, then freeze it (offline regime)",
 			Description: `Goes through the first --conversations conversations of the run in ingest
@@ -226,8 +226,9 @@ hash enters the operators' unit keys, so learning again re-curates them.
 The order is fixed, every request depends only on the conversation and the
 cheatsheet before it, and answers are cached in the run, so an interrupted
 learn replays what it did at no cost. Evaluate on conversations outside the
-split (they are the ones after it in ingest order). The online regime (the
-cheatsheet updated as curation proceeds) is not available yet.
+split (they are the ones after it in ingest order). For the online regime,
+where the cheatsheet is updated after each conversation as curation proceeds,
+use 'ac3 curate --memory online' instead (no learn step).
 
 Example:
    ac3 memory learn --db run.db --conversations 300`,
@@ -335,4 +336,140 @@ func learnMemory(ctx context.Context, e *env, l *ledger.Ledger, s llmSettings, n
 	fmt.Fprintf(e.stdout, "memory learn: cheatsheet %s (%d words) learned on %d conversations (up to seq %d) with %d calls ($%.4f); use it with 'ac3 curate --memory offline'\n",
 		rec.Hash, len(strings.Fields(sheet)), done, lastSeq, use.Calls, use.CostUSD)
 	return nil
+}
+
+func memoryShowCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "show",
+		Usage: "show the run's cheatsheets: the offline one and the online versions",
+		Description: `Prints the frozen cheatsheet of the offline regime ('ac3 memory learn'), if
+any, and for each online chain ('ac3 curate --memory online') where it stands:
+the last conversation learned from and the cheatsheet after it. With
+--conversation, the online step of that conversation: the cheatsheet its step
+2 was given (built from the conversations before it), the takeaways it gave,
+and the cheatsheet after it. --text prints the cheatsheets themselves.
+
+Examples:
+   ac3 memory show --db run.db
+   ac3 memory show --db run.db --conversation conv-42 --text`,
+		Flags: []cli.Flag{
+			dbFlag,
+			&cli.StringFlag{Name: "conversation", Usage: "show the online step of this conversation"},
+			&cli.BoolFlag{Name: "text", Usage: "print the cheatsheets' text"},
+		},
+		Action: func(c *cli.Context) error {
+			l, err := openRun(c.Context, c, true)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			return showMemory(c.Context, e, l, c.String("conversation"), c.Bool("text"))
+		},
+	}
+}
+
+func showMemory(ctx context.Context, e *env, l *ledger.Ledger, convID string, text bool) error {
+	w := e.stdout
+	printText := func(s string) {
+		if text {
+			for line := range strings.SplitSeq(strings.TrimSpace(s), "\n") {
+				fmt.Fprintf(w, "    | %s\n", line)
+			}
+		}
+	}
+	found := false
+	if raw, ok, err := l.Meta(ctx, metaMemoryOffline); err != nil {
+		return err
+	} else if ok {
+		var rec memoryRecord
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return fmt.Errorf("reading the stored cheatsheet: %w", err)
+		}
+		found = true
+		fmt.Fprintf(w, "offline: cheatsheet %s (%d words), learned on the first %d conversations (up to seq %d), $%.4f\n",
+			rec.Hash, len(strings.Fields(rec.Cheatsheet)), rec.Conversations, rec.LastSeq, rec.CostUSD)
+		printText(rec.Cheatsheet)
+	}
+	chains, err := curate.OnlineChains(ctx, l)
+	if err != nil {
+		return err
+	}
+	var seq int64
+	if convID != "" {
+		sc, ok, err := l.Conversation(ctx, convID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("showing memory: no conversation %q in %s", convID, l.Path())
+		}
+		seq = sc.Seq
+	}
+	for _, ch := range chains {
+		hseq, hash, ok, err := curate.OnlineHead(ctx, l, ch.ID)
+		if err != nil {
+			return err
+		}
+		found = true
+		fmt.Fprintf(w, "online %s (from turn %d; %s; %s):\n", ch.ID, ch.From, ch.Analyzer, ch.Memory)
+		if !ok {
+			fmt.Fprintln(w, "  no conversation learned from yet")
+			continue
+		}
+		head, _, err := curate.OnlineStepAt(ctx, l, ch.ID, hseq)
+		if err != nil {
+			return err
+		}
+		sheet, err := curate.OnlineCheatsheet(ctx, l, ch.ID, hash)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  last learned from %s (seq %d): cheatsheet %s (%d words)\n", head.Conv, hseq, orNone(hash), len(strings.Fields(sheet)))
+		if convID == "" {
+			printText(sheet)
+			continue
+		}
+		st, ok, err := curate.OnlineStepAt(ctx, l, ch.ID, seq)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintf(w, "  %s (seq %d): not learned from yet\n", convID, seq)
+			continue
+		}
+		before, err := curate.OnlineCheatsheet(ctx, l, ch.ID, st.Before)
+		if err != nil {
+			return err
+		}
+		after, err := curate.OnlineCheatsheet(ctx, l, ch.ID, st.After)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  %s (seq %d): step 2 was given cheatsheet %s (after seq %d)\n", convID, seq, orNone(st.Before), st.Prev)
+		printText(before)
+		fmt.Fprintf(w, "  learned from %d turns with %d calls ($%.4f)", st.Turns, st.Usage.Calls, st.Usage.CostUSD)
+		if st.Skipped != "" {
+			fmt.Fprintf(w, "; taught nothing: %s", st.Skipped)
+		}
+		fmt.Fprintln(w)
+		if st.Takeaways != "" {
+			fmt.Fprintln(w, "  takeaways:")
+			for line := range strings.SplitSeq(strings.TrimSpace(st.Takeaways), "\n") {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+		fmt.Fprintf(w, "  cheatsheet after it: %s (%d words)\n", orNone(st.After), st.Words)
+		printText(after)
+	}
+	if !found {
+		fmt.Fprintln(w, "this run has no cheatsheet: learn one with 'ac3 memory learn' (offline) or curate with --memory online")
+	}
+	return nil
+}
+
+func orNone(hash string) string {
+	if hash == "" {
+		return "(empty)"
+	}
+	return hash
 }

@@ -83,6 +83,26 @@ template and u_k, then the logged messages after u_k up to u_t, until the next
 reset. Every curated context records the operator's decision, resets so far,
 the analysis and the calls and dollars it took; 'ac3 inspect' shows them.
 
+--memory (stages.curate.memory.regime in the config) gives step 2 of the
+analysis a plain-text cheatsheet of lessons from other conversations, at most
+1,500 words:
+
+   off      no cheatsheet (the default)
+   offline  the frozen cheatsheet 'ac3 memory learn' stored in the run; its
+            hash is in the operators' versions
+   online   a cheatsheet updated as the run goes: conversations are curated
+            one at a time in ingest order; after each, every turn from
+            --from-turn is analyzed (the operators reuse these analyses), one
+            reflection call turns the analyses into takeaways and one unify
+            call merges them in, and the result is what step 2 of the next
+            conversation receives. A conversation the analyzer cannot read
+            leaves the cheatsheet unchanged. Every version is stored in the
+            run before the conversation's contexts are committed, so a
+            resumed run continues from the last one and gives the same
+            result; 'ac3 memory show' prints them. The operators' versions
+            say memory=online:<chain>; each context records the hash of the
+            cheatsheet it was given (online:none before the first update).
+
 --ablation-contagious-extractor and --ablation-single-pass reproduce the
 paper's ablations (step 1 sees the assistant's turns; one single analysis
 call). They are for research only, off by default, and labelled ABLATION in
@@ -99,7 +119,8 @@ Examples:
    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b \
      ac3 curate --db run.db --strategies fc,ao,gated-reset,gated-reset+constraints
    ac3 curate --db run.db --config run.yaml --strategies augment,rewrite --warmup 3
-   ac3 curate --db run.db --strategies augment --ablation-contagious-extractor`,
+   ac3 curate --db run.db --strategies augment --ablation-contagious-extractor
+   ac3 curate --db run.db --strategies fc,gated-reset --memory online`,
 		Flags: append([]cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "strategies", Value: "fc,ao,lt,de", Usage: "comma-separated: " + strings.Join(curate.Names(), ", ") + "; with a model: " + strings.Join(curate.ModelNames(), ", ") + "; any NAME+constraints"},
@@ -141,9 +162,17 @@ Examples:
 // strategies get a.client, or a client built from a.llm; when no endpoint is
 // configured they are skipped with one line and the others still run.
 func runCurate(ctx context.Context, e *env, l *ledger.Ledger, a curateArgs) (bool, error) {
-	st, _, err := curateStage(ctx, e, l, &a, false)
+	st, plan, err := curateStage(ctx, e, l, &a, false)
 	if err != nil || st == nil {
 		return st == nil && err == nil, err
+	}
+	if plan.online != nil {
+		// Each conversation's analysis depends on the cheatsheet the ones
+		// before it built, so they are taken one at a time in ingest order.
+		if a.workers > 1 {
+			fmt.Fprintf(e.stdout, "curate: online memory %s: conversations are curated one at a time, in ingest order (workers %d ignored)\n", plan.online.Chain().ID, a.workers)
+		}
+		a.workers = 1
 	}
 	if err := l.SetPlan(ctx, st.Name(), toLedger(st.Variants())); err != nil {
 		return false, err
@@ -247,7 +276,7 @@ type ac3Settings struct {
 	gates    map[string]curate.Gate
 	ablation analyze.Ablation
 	adaptive curate.AdaptiveOptions
-	memory   string // off | offline | online
+	memory   string // memoryOff | memoryOffline | memoryOnline
 	// constraintsVariant and classifyVariant pick the upstream variant;
 	// "" prefers llm, then heuristic, from the stage's current plan.
 	constraintsVariant, classifyVariant string
@@ -262,7 +291,7 @@ type ac3Settings struct {
 //	rewrite: {floor: 3}
 //	augment: {warmup: 3}
 //	adaptive: {policy: scored, lambda: 0.1, tau: 0.5}
-//	memory: {regime: offline}
+//	memory: {regime: offline}   # or online; off by default
 //	constraints: {variant: llm}
 //	classify: {variant: heuristic}
 //	analyzer_retries: 2
@@ -305,7 +334,7 @@ func ac3Flags() []cli.Flag {
 		&cli.StringFlag{Name: "adaptive-policy", Usage: "adaptive: omit-on-new-ask (needs classify) | scored (needs 'ac3 policy fit')"},
 		&cli.Float64Flag{Name: "lambda", Usage: "adaptive scored: cost weight λ on the relative assistant-history length (default 0)"},
 		&cli.Float64Flag{Name: "tau", Usage: "adaptive scored: keep fc iff P(fc wins) − λ·Δ ≥ τ (default 0.5)"},
-		&cli.StringFlag{Name: "memory", Usage: "AC3 memory: off | offline (the cheatsheet 'ac3 memory learn' stored)"},
+		&cli.StringFlag{Name: "memory", Usage: "AC3 memory given to step 2: off | offline (the cheatsheet 'ac3 memory learn' stored) | online (updated after each conversation, in ingest order; one worker)"},
 		&cli.StringFlag{Name: "constraints-variant", Usage: "+constraints: which constraints variant to read (default llm, else heuristic)"},
 		&cli.StringFlag{Name: "classify-variant", Usage: "adaptive: which classify variant to read (default llm, else heuristic)"},
 		&cli.BoolFlag{Name: "ablation-contagious-extractor", Usage: "RESEARCH ABLATION: let AC3 step 1 see the assistant's turns (reproduces the contagion result); labelled in every output"},
@@ -315,7 +344,7 @@ func ac3Flags() []cli.Flag {
 
 // ac3SettingsFromConfig reads stages.curate's AC3 keys.
 func ac3SettingsFromConfig(cfg *config) (ac3Settings, error) {
-	s := ac3Settings{gates: map[string]curate.Gate{}, memory: "off"}
+	s := ac3Settings{gates: map[string]curate.Gate{}, memory: memoryOff}
 	if cfg == nil || cfg.Stages.Curate == nil {
 		return s, nil
 	}
@@ -377,13 +406,18 @@ func ac3SettingsFromConfig(cfg *config) (ac3Settings, error) {
 	return s, s.validate()
 }
 
+// The memory regimes of the AC3 operators.
+const (
+	memoryOff     = "off"
+	memoryOffline = "offline" // the frozen cheatsheet 'ac3 memory learn' stored
+	memoryOnline  = "online"  // a cheatsheet updated after every conversation, in ingest order
+)
+
 func (s ac3Settings) validate() error {
 	switch s.memory {
-	case "", "off", "offline":
-	case "online":
-		return fmt.Errorf("memory regime online is not available yet: learn a cheatsheet with 'ac3 memory learn' and use regime offline")
+	case "", memoryOff, memoryOffline, memoryOnline:
 	default:
-		return fmt.Errorf("memory regime %q: valid: off, offline", s.memory)
+		return fmt.Errorf("memory regime %q: valid: %s, %s, %s", s.memory, memoryOff, memoryOffline, memoryOnline)
 	}
 	return nil
 }
@@ -458,6 +492,7 @@ func curateArgsFromConfig(cfg *config) (curateArgs, error) {
 type stagePlan struct {
 	model    bool // some strategy calls the analyzer
 	analyzer *analyze.Analyzer
+	online   *curate.OnlineMemory // the online memory, when an operator uses it
 }
 
 // Meta keys where the AC3 commands store their results in the run.
@@ -502,7 +537,7 @@ func upstream(plans map[string][]ledger.Variant, stage, want string) (curate.Ups
 // dropped with one line each; a nil stage means nothing is left to run. With
 // dry set, no client is built (versions and counts only). l may be nil in a
 // dry run of a run that does not exist yet.
-func curateStage(ctx context.Context, e *env, l *ledger.Ledger, a *curateArgs, dry bool) (*curate.Stage, stagePlan, error) {
+func curateStage(ctx context.Context, e *env, l *ledger.Ledger, a *curateArgs, dry bool) (pipeline.Stage, stagePlan, error) {
 	var plan stagePlan
 	specs, err := curate.ParseList(a.strategies)
 	if err != nil {
@@ -558,7 +593,7 @@ func curateStage(ctx context.Context, e *env, l *ledger.Ledger, a *curateArgs, d
 		if plans, err = l.Plans(ctx); err != nil {
 			return nil, plan, err
 		}
-		if a.ac3.memory == "offline" {
+		if a.ac3.memory == memoryOffline {
 			raw, ok, err := l.Meta(ctx, metaMemoryOffline)
 			if err != nil {
 				return nil, plan, err
@@ -601,23 +636,39 @@ func curateStage(ctx context.Context, e *env, l *ledger.Ledger, a *curateArgs, d
 			}
 		}
 	}
+	// The online memory's chain is stored in the run (l); a dry run without
+	// a run only needs its version.
+	var online *curate.OnlineMemory
+	if a.ac3.memory == memoryOnline && opts.Analyzer != nil {
+		var store curate.MetaStore
+		if l != nil {
+			store = l
+		}
+		online = curate.NewOnlineMemory(opts.Analyzer, store, a.fromTurn)
+	}
 	var strategies []curate.Strategy
+	usesOnline := false
 	for _, sp := range specs {
 		if skip[sp.String()] != "" {
 			continue
 		}
-		st, err := curate.ByName(sp.String(), opts)
+		st, err := curate.OnlineByName(sp.String(), opts, online)
 		if err != nil {
 			return nil, plan, err
 		}
 		if curate.NeedsModel(sp.Name) {
 			plan.model = true
 		}
+		usesOnline = usesOnline || curate.UsesOnlineMemory(st)
 		strategies = append(strategies, st)
 	}
 	if len(strategies) == 0 {
 		fmt.Fprintln(e.stdout, "curate: no strategy left to run")
 		return nil, plan, nil
+	}
+	if usesOnline {
+		plan.online = online
+		return curate.NewOnlineStage(strategies, counter, online), plan, nil
 	}
 	return curate.NewStage(strategies, counter, a.fromTurn), plan, nil
 }
@@ -627,7 +678,7 @@ func curateStage(ctx context.Context, e *env, l *ledger.Ledger, a *curateArgs, d
 // once per reply), and prices them when a client is available.
 func dryRunModelCalls(ctx context.Context, w io.Writer, l *ledger.Ledger, a curateArgs, plan stagePlan) error {
 	from := max(a.fromTurn, curate.DefaultFrom)
-	var turns, replies, promptTk int64
+	var turns, replies, promptTk, convs int64
 	var after int64
 	for {
 		page, err := l.ConversationPage(ctx, after, 512)
@@ -638,6 +689,7 @@ func dryRunModelCalls(ctx context.Context, w io.Writer, l *ledger.Ledger, a cura
 			break
 		}
 		for _, sc := range page {
+			convs++
 			for _, tr := range sc.Conv.Turns() {
 				if tr.Index < from {
 					continue
@@ -658,6 +710,9 @@ func dryRunModelCalls(ctx context.Context, w io.Writer, l *ledger.Ledger, a cura
 		after = page[len(page)-1].Seq
 	}
 	fmt.Fprintf(w, "   model calls at most: %d analysis calls (2 per analyzed turn, shared by every AC3 operator), %d rewrite calls, %d summary calls\n", 2*turns, turns, replies)
+	if plan.online != nil {
+		fmt.Fprintf(w, "   online memory %s: every turn analyzed, plus %d reflection and %d unify calls (one each per conversation, one conversation at a time)\n", plan.online.Chain().ID, convs, convs)
+	}
 	fmt.Fprintf(w, "   analysis prompts ≈ %d tokens in all (step 2 reads the whole context)\n", promptTk+turns*600)
 	if a.client != nil {
 		usd, err := a.client.client.EstimateCost(analyze.DefaultRole, int(promptTk+turns*600), int(2*turns*400))

@@ -221,3 +221,62 @@ stages:
 		t.Errorf("unknown key: %v", err)
 	}
 }
+
+func TestCurateOnlineMemory(t *testing.T) {
+	db := ac3Run(t)
+	srv, vars := ac3Server(t, analyzetest.Script{Issues: issuesOn(3)})
+	args := []string{"curate", "--db", db, "--strategies", "fc,gated-reset,augment", "--memory", "online", "--workers", "4"}
+	out := mustRunAC3Env(t, vars, args...)
+	if !strings.Contains(out, "one at a time, in ingest order") || !strings.Contains(out, "6 tasks done, 0 failed") {
+		t.Fatalf("curate --memory online:\n%s", out)
+	}
+	// conv-a (ingested first) is analyzed with no cheatsheet; conv-b with
+	// the one built from conv-a, and never with the one built from itself.
+	var a, b int
+	for _, c := range srv.Calls() {
+		if analyzetest.Kind(c.Request) != analyzetest.KindEvaluate {
+			continue
+		}
+		last := c.Request.Last()
+		switch {
+		case strings.Contains(last, "conv-a user turn"):
+			a++
+			if strings.Contains(last, "<cheatsheet>") {
+				t.Errorf("conv-a's step 2 was given a cheatsheet:\n%s", last)
+			}
+		case strings.Contains(last, "conv-b user turn"):
+			b++
+			if !strings.Contains(last, "cheatsheet version 1") || strings.Contains(last, "cheatsheet version 2") {
+				t.Errorf("conv-b's step 2 was not given exactly conv-a's cheatsheet:\n%s", last)
+			}
+		}
+	}
+	// Turns 2..4 of each conversation, analyzed once and shared by the
+	// memory's trajectory and both operators.
+	if a != 3 || b != 3 {
+		t.Errorf("%d and %d evaluate calls, want 3 and 3", a, b)
+	}
+	first := srv.Count()
+	if again := mustRunAC3Env(t, vars, args...); !strings.Contains(again, "nothing to do") || srv.Count() != first {
+		t.Errorf("second run made %d calls:\n%s", srv.Count()-first, again)
+	}
+
+	show := mustRun(t, "memory", "show", "--db", db, "--conversation", "conv-b", "--text")
+	for _, want := range []string{"last learned from conv-b", "step 2 was given cheatsheet", "| cheatsheet version 1", "| cheatsheet version 2", "takeaways:"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("memory show lacks %q:\n%s", want, show)
+		}
+	}
+	insp := mustRun(t, "inspect", "--db", db, "--conversation", "conv-b", "--turn", "3", "--strategies", "gated-reset")
+	if !strings.Contains(insp, "memory online:") {
+		t.Errorf("inspect does not label the online memory:\n%s", insp)
+	}
+
+	if _, _, err := runApp(t, "curate", "--db", db, "--strategies", "reset", "--memory", "bogus"); err == nil || !strings.Contains(err.Error(), "online") {
+		t.Errorf("bad regime: %v", err)
+	}
+	dry := mustRunAC3Env(t, vars, "curate", "--db", db, "--strategies", "reset", "--memory", "online", "--dry-run")
+	if !strings.Contains(dry, "online memory") {
+		t.Errorf("dry run does not mention the online memory:\n%s", dry)
+	}
+}

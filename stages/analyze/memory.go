@@ -44,15 +44,29 @@ func (a *Analyzer) Learn(ctx context.Context, c *conv.Conversation, from int, ch
 	if len(traj) == 0 {
 		return cheatsheet, use, nil
 	}
-	takeaways, u, err := a.Reflect(ctx, traj, cheatsheet)
-	use.Add(u)
-	if err != nil {
-		return cheatsheet, use, err
-	}
-	next, u, err := a.Unify(ctx, cheatsheet, takeaways)
+	next, _, u, err := a.Absorb(ctx, traj, cheatsheet)
 	use.Add(u)
 	if err != nil {
 		return cheatsheet, use, err
 	}
 	return next, use, nil
+}
+
+// Absorb is the memory's update from one conversation's analysis trajectory:
+// Reflect turns it into takeaways and Unify merges them into cheatsheet. It
+// returns the new cheatsheet (at most MaxCheatsheetWords words) and the
+// takeaways. Learn (offline) and the online regime in stages/curate both
+// update the cheatsheet through it, so the two regimes learn alike.
+func (a *Analyzer) Absorb(ctx context.Context, traj []TurnAnalysis, cheatsheet string) (next, takeaways string, use Usage, err error) {
+	takeaways, u, err := a.Reflect(ctx, traj, cheatsheet)
+	use.Add(u)
+	if err != nil {
+		return cheatsheet, "", use, err
+	}
+	next, u, err = a.Unify(ctx, cheatsheet, takeaways)
+	use.Add(u)
+	if err != nil {
+		return cheatsheet, takeaways, use, err
+	}
+	return next, takeaways, use, nil
 }
