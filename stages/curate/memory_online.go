@@ -486,33 +486,3 @@ func (s *OnlineStage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.
 	tc.remember(memoKey{kind: onlineMemoKind}, m)
 	return s.processWith(ctx, t, tc)
 }
-
-// processWith is Stage.Process over a prepared TokenCache (one holding the
-// conversation's memory and the trajectory's analyses).
-func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache) ([]pipeline.Result, error) {
-	out := make([]pipeline.Result, 0, len(t.Variants))
-	for _, v := range t.Variants {
-		st, ok := s.byName[v.Name]
-		if !ok {
-			return nil, fmt.Errorf("curating %s: no strategy %q", t.Conv.ID, v.Name)
-		}
-		ctxs, err := st.Contexts(ctx, t.Conv, s.from, tc)
-		var te *TurnError
-		if err != nil && !errors.As(err, &te) {
-			return nil, fmt.Errorf("curating %s with %s: %w", t.Conv.ID, v.Name, err)
-		}
-		units := make([]pipeline.Unit, len(ctxs), len(ctxs)+1)
-		for i, x := range ctxs {
-			b, err := EncodeContext(x)
-			if err != nil {
-				return nil, err
-			}
-			units[i] = pipeline.Unit{Turn: x.Turn, Output: b, Tokens: int64(x.Tokens)}
-		}
-		if te != nil {
-			units = append(units, pipeline.Unit{Turn: te.Turn, Failed: true, Error: te.Err.Error(), Raw: te.Raw})
-		}
-		out = append(out, pipeline.Result{Variant: v, Units: units})
-	}
-	return out, nil
-}

@@ -54,6 +54,12 @@ func (s *Stage) Variants() []pipeline.Variant {
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
 	tc := NewTokenCache(t.Conv, s.counter)
 	tc.SetRetry(t.Retry)
+	return s.processWith(ctx, t, tc)
+}
+
+// processWith curates every variant of t with a prepared token cache (the
+// online memory puts the conversation's cheatsheet in it first).
+func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache) ([]pipeline.Result, error) {
 	out := make([]pipeline.Result, 0, len(t.Variants))
 	for _, v := range t.Variants {
 		st, ok := s.byName[v.Name]
