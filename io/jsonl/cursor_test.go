@@ -17,11 +17,13 @@ import (
 // invalid ' ' at the very end (it feeds its scanner a space at EOF); the
 // Cursor calls that truncated, which is what it is.
 func stdVerdict(b []byte) (valid, truncated bool) {
-	var v any
-	err := json.Unmarshal(b, &v)
-	if err == nil {
+	// Validity is syntax only: "1e700" is valid JSON even though it does
+	// not fit a float64, which Unmarshal into any would report.
+	if json.Valid(b) {
 		return true, false
 	}
+	var v any
+	err := json.Unmarshal(b, &v)
 	var se *json.SyntaxError
 	atEnd := errors.As(err, &se) && se.Offset == int64(len(b)) && len(b) > 0 && b[len(b)-1] != ' ' && strings.Contains(err.Error(), "invalid character ' '")
 	return false, atEnd || strings.Contains(err.Error(), "unexpected end of JSON input")
@@ -75,7 +77,7 @@ var cursorSeeds = []string{
 	`"\ud800\u0041"`, `-0.5e+10`, `01`, `1.`, `-`, `tru`, `trux`, `{"a":1,}`, `[1,]`, `{"a" 1}`,
 	`"a\u12"`, `"a\u12g"`, `"tab	in string"`, `{"k\"ey":"v\\"}`, ` [ true , false , null ] `,
 	`{"conversation":[{"role":"user","content":"hi"}]}`, `[[[[[]]]]]`, `"\/\b\f\r\t"`, `{"a":1}{`,
-	`{"a":"é∩😀"}`, `1e5`, `1E-2`, `0.0`, `-01`, `[`, `{"a":`, `{"a"`,
+	`{"a":"é∩😀"}`, `1e5`, `1E-2`, `1e700`, `-1e-700`, `0.0`, `-01`, `[`, `{"a":`, `{"a"`,
 }
 
 func TestCursorMatchesEncodingJSON(t *testing.T) {
