@@ -1,6 +1,7 @@
 package parquetio
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
 
@@ -38,10 +39,14 @@ type ConversationBuilder struct {
 	// Sizes of the last batch, used to size the next one up front so the
 	// builders do not grow by doubling from nothing after every flush
 	// (each doubling zeroes and copies the buffer; with WildChat's large
-	// meta that was over a quarter of the write time).
+	// meta that was over a quarter of the write time). The reservation is
+	// made by the first Append after NewRecord, not by NewRecord itself, so
+	// that a writer that finishes with the record before appending again
+	// never holds two batches' buffers at once.
 	strs               []*array.StringBuilder
 	lastRows, lastMsgs int
 	lastData           []int
+	reserve            bool
 }
 
 // NewConversationBuilder returns an empty builder that allocates from mem
@@ -80,6 +85,9 @@ func NewConversationBuilder(mem memory.Allocator) *ConversationBuilder {
 // and pyarrow refuses to load a file that breaks that promise, so one bad
 // string from an upstream stage must not make a whole export unreadable.
 func (b *ConversationBuilder) Append(c *conv.Conversation) {
+	if b.reserve {
+		b.reserveLast()
+	}
 	b.str(b.id, c.ID)
 	b.str(b.file, c.Source.File)
 	b.line.Append(c.Source.Line)
@@ -99,7 +107,7 @@ func (b *ConversationBuilder) Append(c *conv.Conversation) {
 	if len(c.Meta) == 0 {
 		b.meta.AppendNull()
 	} else {
-		b.str(b.meta, string(c.Meta))
+		b.raw(b.meta, c.Meta)
 	}
 	// Fixed-width columns and offsets: a rough 40 bytes a row, 8 a message.
 	b.bytes += 40 + 8*int64(len(c.Messages))
@@ -109,8 +117,36 @@ func (b *ConversationBuilder) str(sb *array.StringBuilder, s string) {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
+	b.ensureData(sb, len(s))
 	sb.Append(s)
 	b.bytes += int64(len(s))
+}
+
+// ensureData makes room for n more bytes in sb's data buffer. Left to
+// itself Arrow grows a full buffer to the next power of two, so one row
+// past the reservation could turn an 18 MB buffer into 32 MB (with both
+// alive during the copy); a quarter more is plenty, as a byte cap ends the
+// batch soon after. The first batch, with no earlier one to size it, still
+// doubles: growing from nothing by quarters would copy too often.
+func (b *ConversationBuilder) ensureData(sb *array.StringBuilder, n int) {
+	if c := sb.DataCap(); sb.DataLen()+n > c {
+		grow := c
+		if b.lastRows > 0 {
+			grow = c / 4
+		}
+		sb.ReserveData(max(n, grow, 64<<10))
+	}
+}
+
+// raw is str for text held as bytes, without converting it to a string
+// first (a copy of what is often the row's largest value).
+func (b *ConversationBuilder) raw(sb *array.StringBuilder, p []byte) {
+	if !utf8.Valid(p) {
+		p = bytes.ToValidUTF8(p, []byte("\uFFFD"))
+	}
+	b.ensureData(sb, len(p))
+	sb.BinaryBuilder.Append(p)
+	b.bytes += int64(len(p))
 }
 
 func (b *ConversationBuilder) optStr(sb *array.StringBuilder, s string) {
@@ -136,18 +172,27 @@ func (b *ConversationBuilder) NewRecord() arrow.Record {
 		for i, sb := range b.strs {
 			b.lastData[i] = sb.DataLen()
 		}
+		b.reserve = true
 	}
 	rec := b.rb.NewRecord()
 	b.bytes = 0
-	b.rb.Reserve(b.lastRows)
-	b.msg.Reserve(b.lastMsgs)
+	return rec
+}
+
+// reserveLast sizes the empty builders for a batch like the last one, with
+// an eighth more room: batches cut at a byte cap vary a little, and a
+// buffer that overflows its reservation is copied whole (ensureData).
+func (b *ConversationBuilder) reserveLast() {
+	b.reserve = false
+	grow := func(n int) int { return n + n/8 }
+	b.rb.Reserve(grow(b.lastRows))
+	b.msg.Reserve(grow(b.lastMsgs))
 	for i, sb := range b.strs {
 		if sb == b.role || sb == b.content {
-			sb.Reserve(b.lastMsgs)
+			sb.Reserve(grow(b.lastMsgs))
 		}
-		sb.ReserveData(b.lastData[i])
+		sb.ReserveData(grow(b.lastData[i]))
 	}
-	return rec
 }
 
 // Release frees the builder's buffers.

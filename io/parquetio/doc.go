@@ -25,4 +25,10 @@
 // Memory stays bounded on both sides: writers keep at most one row group in
 // builders, and readers pull one batch of rows at a time through pqarrow's
 // record reader, never a whole table.
+//
+// Corrupt input is an error, never a crash or a hang: OpenReader walks each
+// column chunk's page headers and decodes the nested columns one batch ahead
+// of pqarrow on the caller's goroutine (pagewalk.go, validate.go), because
+// pqarrow decodes them on goroutines of its own where a panic would end the
+// process.
 package parquetio

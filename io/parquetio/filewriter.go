@@ -23,8 +23,18 @@ type batcher interface {
 
 // fileWriter is the part shared by Writer and TableWriter: it owns the
 // pqarrow writer and the output, and cuts a row group from the builder
-// whenever the builder reaches a row or byte cap. Errors are sticky: after
-// one, the file is not worth finishing.
+// whenever the builder reaches a row or byte cap.
+//
+// A cut row group is encoded, compressed and written on a goroutine of its
+// own while the caller fills the builder with the next one, so on two cores
+// building and compressing overlap. At most one row group is in flight: the
+// next cut waits for it, so memory holds at most two row groups (the one
+// being written and the one being filled), and row groups reach the file in
+// order, so the bytes are the same as writing them one after the other.
+//
+// Errors are sticky: after one, the file is not worth finishing. An error
+// writing a row group in the background is reported by the next call that
+// waits for it (the next cut, Close).
 type fileWriter struct {
 	fw   *pqarrow.FileWriter
 	buf  *bufio.Writer
@@ -33,6 +43,10 @@ type fileWriter struct {
 	opts WriterOptions
 	err  error
 	done bool
+	// pending delivers the outcome of the row group being written in the
+	// background; nil when none is. Only its goroutine touches fw and buf
+	// until the outcome has been received.
+	pending chan error
 }
 
 func newFileWriter(w io.Writer, file *atomicFile, sc *arrow.Schema, b batcher, opts WriterOptions, longText, plain []string) (*fileWriter, error) {
@@ -59,23 +73,63 @@ func (f *fileWriter) check() error {
 	return f.err
 }
 
-// rowAdded flushes a row group if the builder has reached a cap.
+// rowAdded cuts a row group if the builder has reached a cap.
 func (f *fileWriter) rowAdded() error {
 	if f.b.Len() >= f.opts.RowGroupRows || f.b.Bytes() >= f.opts.RowGroupBytes {
-		return f.flush()
+		return f.flush(true)
 	}
 	return nil
 }
 
-func (f *fileWriter) flush() error {
+// flush cuts the buffered rows into a row group and writes it, in the
+// background when async is set.
+func (f *fileWriter) flush(async bool) error {
 	if f.b.Len() == 0 {
-		return nil
+		return f.wait()
+	}
+	// Wait before cutting: the builder then allocates the next batch only
+	// once the previous row group's buffers are garbage.
+	if err := f.wait(); err != nil {
+		return err
 	}
 	rec := f.b.NewRecord()
-	defer rec.Release()
-	if err := f.fw.Write(rec); err != nil {
-		f.err = fmt.Errorf("writing row group after row %d: %w", f.fw.NumRows(), err)
+	if !async {
+		defer rec.Release()
+		f.err = f.write(rec)
 		return f.err
+	}
+	done := make(chan error, 1)
+	f.pending = done
+	go func() {
+		defer rec.Release()
+		done <- f.write(rec)
+	}()
+	return nil
+}
+
+// wait waits for the row group in flight, if any, and returns the sticky
+// error.
+func (f *fileWriter) wait() error {
+	if f.pending != nil {
+		if err := <-f.pending; err != nil && f.err == nil {
+			f.err = err
+		}
+		f.pending = nil
+	}
+	return f.err
+}
+
+// write writes rec as one row group. Arrow panics on some internal
+// failures; on the background goroutine no caller could recover that, so
+// it becomes an error like any other.
+func (f *fileWriter) write(rec arrow.Record) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("writing row group after row %d: panic: %v", f.fw.NumRows(), p)
+		}
+	}()
+	if err := f.fw.Write(rec); err != nil {
+		return fmt.Errorf("writing row group after row %d: %w", f.fw.NumRows(), err)
 	}
 	return nil
 }
@@ -89,10 +143,7 @@ func (f *fileWriter) close() error {
 	}
 	f.done = true
 	defer f.b.Release()
-	err := f.err
-	if err == nil {
-		err = f.flush()
-	}
+	err := f.flush(false)
 	if err == nil {
 		if cerr := f.fw.Close(); cerr != nil {
 			err = fmt.Errorf("writing parquet footer: %w", cerr)
@@ -119,6 +170,9 @@ func (f *fileWriter) abort() error {
 		return nil
 	}
 	f.done = true
+	// The row group in flight writes to the output: let it finish before
+	// the file goes away. Its error no longer matters.
+	_ = f.wait()
 	f.b.Release()
 	if f.file != nil {
 		return f.file.discard()

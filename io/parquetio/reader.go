@@ -66,7 +66,9 @@ func CatchPanic(f func() error) (err error) {
 //
 // The reader pulls readBatchRows rows at a time through pqarrow's record
 // reader, reading pages as it goes, so memory stays bounded by one batch and
-// one page per column whatever the file and row group sizes.
+// one page per column whatever the file and row group sizes (two of each for
+// nested columns, which a checker decodes first; see validate.go). A corrupt
+// row group is an error from Next that names the file and the row group.
 func OpenReader(path string) (record.Reader, string, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -9,9 +9,11 @@ import (
 // Writer streams conversations to a Parquet file of the canonical schema.
 //
 // Rows are buffered in Arrow builders and written out as a row group once
-// WriterOptions.RowGroupRows rows or RowGroupBytes bytes have built up, so
-// memory use is bounded by one row group whatever the file size. The same
-// conversations written with the same options give a byte-identical file.
+// WriterOptions.RowGroupRows rows or RowGroupBytes bytes have built up. A
+// row group is encoded, compressed and written on a background goroutine
+// while the next one fills, so memory use is bounded by two row groups
+// whatever the file size. The same conversations written with the same
+// options give a byte-identical file.
 //
 // A Writer is not safe for concurrent use.
 type Writer struct {
@@ -64,8 +66,8 @@ func newWriter(w io.Writer, af *atomicFile, opts WriterOptions) (*Writer, error)
 	return &Writer{fw: fw, b: b}, nil
 }
 
-// Write adds c to the file. It may write a row group, and so block on the
-// output. After an error the Writer is unusable: Close reports the error
+// Write adds c to the file. When it completes a row group it may wait for
+// the previous one to be written, and so block on the output. After an error the Writer is unusable: Close reports the error
 // and, for a file from Create, removes it.
 func (w *Writer) Write(c *conv.Conversation) error {
 	if err := w.fw.check(); err != nil {

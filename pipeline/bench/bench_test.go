@@ -135,7 +135,8 @@ func BenchmarkIngest(b *testing.B) {
 	in := input(b)
 	ctx := context.Background()
 	note("How convert uses the cores: one goroutine splits lines (detect.OpenText; zstd decodes blocks ahead on its own goroutines), " +
-		"GOMAXPROCS goroutines decode and filter ordered batches of up to 256 lines or 1 MB (conc stream), and one goroutine writes Parquet in input order. " +
+		"GOMAXPROCS goroutines decode and filter ordered batches of up to 256 lines or 1 MB (conc stream), one goroutine appends the kept rows to the Parquet row group in input order, " +
+		"and a background goroutine encodes, compresses (zstd level 1) and writes each finished row group while the next fills (at most one in flight). " +
 		"'cores' is process CPU time over wall time; 'MB/CPU-s' and the CPU ratio compare work per CPU-second, which a busy neighbour does not change.")
 	report := func(b *testing.B, m measured) float64 {
 		mbs := float64(in.RawBytes) / mb / m.wall.Seconds()
