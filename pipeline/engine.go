@@ -104,8 +104,6 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	halt := make(chan struct{})
 	var haltOnce sync.Once
 	var haltErr error
-	userStop := opts.Stop
-	opts.Stop = mergeStops(work, userStop, halt)
 
 	tasks := make(chan Task, opts.Workers*2)
 	results := make(chan []ledger.TaskResult, opts.Workers*2)
@@ -114,7 +112,7 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	var planErr error
 	wg.Go(func() {
 		defer close(tasks)
-		planErr = plan(work, l, s, opts, tasks)
+		planErr = plan(work, l, s, opts, halt, tasks)
 	})
 
 	var workers conc.WaitGroup
@@ -126,10 +124,8 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 				if work.Err() != nil {
 					continue // drain: nothing new starts once the run is cancelled
 				}
-				select {
-				case <-halt:
-					continue // a graceful stop: leave the rest pending
-				default:
+				if closed(halt) || closed(opts.Stop) {
+					continue // stopping: queued tasks that have not started stay pending
 				}
 				res, err := runTask(work, s, t)
 				if err != nil && opts.Graceful != nil && opts.Graceful(err) {
@@ -175,24 +171,19 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	return sum, nil
 }
 
-// mergeStops returns a channel closed when either a or b is closed, or when
-// ctx ends. Its goroutine exits with ctx, which Run cancels on return.
-func mergeStops(ctx context.Context, a, b <-chan struct{}) <-chan struct{} {
-	out := make(chan struct{})
-	go func() {
-		defer close(out)
-		select {
-		case <-a:
-		case <-b:
-		case <-ctx.Done():
-		}
-	}()
-	return out
+// closed reports whether c is closed (a nil channel never is).
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 var errStopped = errors.New("stopped")
 
-func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, out chan<- Task) error {
+func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, halt <-chan struct{}, out chan<- Task) error {
 	retry, err := l.RetryGeneration(ctx, s.Name())
 	if err != nil {
 		return err
@@ -226,11 +217,18 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, out chan
 			if len(pending) == 0 {
 				continue
 			}
+			// Checked before the send too: select picks at random among
+			// ready cases, and a stop must win over free buffer space.
+			if closed(opts.Stop) || closed(halt) {
+				return errStopped
+			}
 			select {
 			case out <- Task{Seq: sc.Seq, Conv: sc.Conv, Variants: pending, Retry: retry}:
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-opts.Stop:
+				return errStopped
+			case <-halt:
 				return errStopped
 			}
 		}
