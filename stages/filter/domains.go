@@ -24,49 +24,47 @@ type domain struct {
 }
 
 // domainKeywords are the keyword lists of Huang et al., "Do LLMs benefit from
-// their own words?", appendix A.1 (Data Filtering), copied as published. The
-// paper does not say how it matched them; matching rules are ours (see doc.go).
+// their own words?", appendix A.1 (Data Filtering): the same keywords, kept
+// here in alphabetical order (matching is by set, so order does not matter).
+// The paper does not say how it matched them; matching rules are ours (see
+// doc.go).
 var domainKeywords = []domain{
 	{CreativeWriting, []string{
-		"essay", "poem", "novel", "protagonist", "antagonist", "villain", "hero",
-		"plot", "monologue", "fairy tale", "science fiction", "mystery", "thriller",
-		"dystopian", "historical fiction", "metaphor", "imagery", "lyric", "satire",
+		"antagonist", "dystopian", "essay", "fairy tale", "hero", "historical fiction",
+		"imagery", "lyric", "metaphor", "monologue", "mystery", "novel", "plot", "poem",
+		"protagonist", "satire", "science fiction", "thriller", "villain",
 	}},
 	{ScienceMedical, []string{
-		"biology", "organism", "species", "virus", "bacteria", "ecology", "disease",
-		"diagnosis", "treatment", "symptom", "pathology", "clinical", "patient",
-		"chemistry", "physics", "molecule", "cell", "protein", "DNA", "neurology",
-		"pharmacology", "epidemiology", "scientific evidence", "hypothesis",
-		"experiment", "laboratory", "microscope", "anatomy", "physiology", "medical",
-		"medicine",
+		"anatomy", "bacteria", "biology", "cell", "chemistry", "clinical", "diagnosis",
+		"disease", "DNA", "ecology", "epidemiology", "experiment", "hypothesis",
+		"laboratory", "medical", "medicine", "microscope", "molecule", "neurology",
+		"organism", "pathology", "patient", "pharmacology", "physics", "physiology",
+		"protein", "scientific evidence", "species", "symptom", "treatment", "virus",
 	}},
 	{BusinessFinance, []string{
-		"business", "finance", "trading", "stock", "economics", "marketing",
-		"investment", "revenue", "profit", "pricing", "market research",
-		"entrepreneur", "supply chain", "financial", "accounting", "budget",
-		"startup", "venture capital", "portfolio", "interest rate", "inflation",
-		"GDP", "fiscal", "monetary", "business plan", "business model", "strategy",
+		"accounting", "budget", "business", "business model", "business plan", "economics",
+		"entrepreneur", "finance", "financial", "fiscal", "GDP", "inflation",
+		"interest rate", "investment", "market research", "marketing", "monetary",
+		"portfolio", "pricing", "profit", "revenue", "startup", "stock", "strategy",
+		"supply chain", "trading", "venture capital",
 	}},
 	{Education, []string{
-		"homework", "assignment", "exam", "test preparation", "study", "tutor",
-		"explain to me", "course", "lesson", "tutorial", "academic", "student",
-		"quiz", "study guide", "curriculum", "teach me", "learning", "professor",
-		"lecture", "semester", "grade", "classroom", "education", "school",
-		"university",
+		"academic", "assignment", "classroom", "course", "curriculum", "education", "exam",
+		"explain to me", "grade", "homework", "learning", "lecture", "lesson", "professor",
+		"quiz", "school", "semester", "student", "study", "study guide", "teach me",
+		"test preparation", "tutor", "tutorial", "university",
 	}},
 	{Math, []string{
-		"equation", "algebra", "calculus", "derivative", "matrix", "probability",
-		"statistics", "geometry", "trigonometry", "polynomial", "function",
-		"calculate", "theorem", "proof", "lemma", "corollary", "formula",
-		"differential", "linear algebra", "graph theory", "optimization",
-		"mathematics", "mathematical",
+		"algebra", "calculate", "calculus", "corollary", "derivative", "differential",
+		"equation", "formula", "function", "geometry", "graph theory", "lemma",
+		"linear algebra", "mathematical", "mathematics", "matrix", "optimization",
+		"polynomial", "probability", "proof", "statistics", "theorem", "trigonometry",
 	}},
 	{Coding, []string{
-		"code", "python", "javascript", "java", "c++", "programming", "class",
-		"method", "algorithm", "debug", "error", "compile", "variable", "array",
-		"loop", "recursion", "data structure", "API", "library", "framework",
-		"script", "implementation", "runtime", "bug", "software", "developer",
-		"coding", "program",
+		"algorithm", "API", "array", "bug", "c++", "class", "code", "coding", "compile",
+		"data structure", "debug", "developer", "error", "framework", "implementation",
+		"java", "javascript", "library", "loop", "method", "program", "programming",
+		"python", "recursion", "runtime", "script", "software", "variable",
 	}},
 }
 
