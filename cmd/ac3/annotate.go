@@ -17,7 +17,6 @@ import (
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
-	"github.com/ac3/ac3/pipeline/progress"
 	"github.com/ac3/ac3/stages/classify"
 	"github.com/ac3/ac3/stages/constraints"
 	"github.com/ac3/ac3/stages/pollution"
@@ -333,59 +332,10 @@ func runAnnotate(ctx context.Context, e *env, l *ledger.Ledger, a annotateArgs) 
 		if err != nil {
 			return false, err
 		}
-		done, err := runAnnotateStage(ctx, e, l, p.label, st, a.workers)
+		done, err := runStage(ctx, e, l, p.label, st, a.workers, true)
 		if err != nil || !done {
 			return false, err
 		}
-	}
-	return true, nil
-}
-
-func runAnnotateStage(ctx context.Context, e *env, l *ledger.Ledger, label string, st pipeline.Stage, workers int) (bool, error) {
-	if err := l.SetPlan(ctx, st.Name(), toLedger(st.Variants())); err != nil {
-		return false, err
-	}
-	pending, recorded, err := pipeline.Pending(ctx, l, st)
-	if err != nil {
-		return false, err
-	}
-	if pending == 0 {
-		fmt.Fprintf(e.stdout, "%s: nothing to do, all %d conversations are already annotated\n", label, recorded)
-		return true, nil
-	}
-	spent, err := l.SpendUSD(ctx)
-	if err != nil {
-		return false, err
-	}
-	m := progress.Start(e.stderr, label, "conversations", pending)
-	sum, err := pipeline.Run(ctx, l, st, pipeline.Options{
-		Workers: workers, Stop: e.stop,
-		Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
-		OnCommit: func(tasks, _, _ int, tok int64) {
-			m.Add(int64(tasks), tok)
-			// Dollars come from the call records, so cached answers cost
-			// nothing and every reroll is counted.
-			if now, err := l.SpendUSD(ctx); err == nil && now > spent {
-				m.AddCost(now - spent)
-				spent = now
-			}
-		},
-	})
-	m.Stop()
-	fmt.Fprintf(e.stdout, "%s: %d conversations done, %d with failed units, %d units (%d conversations recorded before)\n", label, sum.Done, sum.Failed, sum.Units, sum.Previous)
-	if err != nil {
-		return false, err
-	}
-	if sum.StopReason != nil {
-		fmt.Fprintf(e.stdout, "%s: stopped, %v; raise --budget-usd (or run.budget_usd) and run again to continue\n", label, sum.StopReason)
-		return false, nil
-	}
-	if sum.Stopped {
-		fmt.Fprintf(e.stdout, "%s: stopped before the end; run the same command again to continue\n", label)
-		return false, nil
-	}
-	if sum.Failed > 0 {
-		fmt.Fprintf(e.stdout, "%s: %d conversations have failed units (raw answers kept); 'ac3 retry --stage %s' runs them again\n", label, sum.Failed, st.Name())
 	}
 	return true, nil
 }

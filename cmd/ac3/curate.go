@@ -14,7 +14,6 @@ import (
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
-	"github.com/ac3/ac3/pipeline/progress"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
@@ -174,53 +173,7 @@ func runCurate(ctx context.Context, e *env, l *ledger.Ledger, a curateArgs) (boo
 		}
 		a.workers = 1
 	}
-	if err := l.SetPlan(ctx, st.Name(), toLedger(st.Variants())); err != nil {
-		return false, err
-	}
-	pending, recorded, err := pipeline.Pending(ctx, l, st)
-	if err != nil {
-		return false, err
-	}
-	if pending == 0 {
-		fmt.Fprintf(e.stdout, "curate: nothing to do, all %d tasks (conversation × strategy) are already recorded\n", recorded)
-		return true, nil
-	}
-	m := progress.Start(e.stderr, "curate", "tasks", pending)
-	var lastSpend float64
-	spent := func() {
-		if a.client == nil {
-			return
-		}
-		if usd, err := l.SpendUSD(ctx); err == nil && usd > lastSpend {
-			m.AddCost(usd - lastSpend)
-			lastSpend = usd
-		}
-	}
-	if a.client != nil {
-		lastSpend, _ = l.SpendUSD(ctx)
-	}
-	sum, err := pipeline.Run(ctx, l, st, pipeline.Options{
-		Workers: a.workers, Stop: e.stop,
-		Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
-		OnCommit: func(tasks, _, _ int, tok int64) { m.Add(int64(tasks), tok); spent() },
-	})
-	m.Stop()
-	fmt.Fprintf(e.stdout, "curate: %d tasks done, %d failed, %d units (%d recorded before)\n", sum.Done, sum.Failed, sum.Units, sum.Previous)
-	if sum.Failed > 0 {
-		fmt.Fprintln(e.stdout, "curate: failed turns keep the model's raw answer; see 'ac3 status', and 'ac3 retry' to run them again")
-	}
-	if err != nil {
-		return false, err
-	}
-	if sum.StopReason != nil {
-		fmt.Fprintf(e.stdout, "curate: stopped taking new work: %v; run the same command again (with a higher --budget-usd) to continue\n", sum.StopReason)
-		return false, nil
-	}
-	if sum.Stopped {
-		fmt.Fprintln(e.stdout, "curate: stopped before the end; run the same command again to continue")
-		return false, nil
-	}
-	return true, nil
+	return runStage(ctx, e, l, "curate", st, a.workers, false)
 }
 
 func toLedger(vs []pipeline.Variant) []ledger.Variant {

@@ -19,7 +19,6 @@ import (
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
-	"github.com/ac3/ac3/pipeline/progress"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/respond"
@@ -475,7 +474,7 @@ func runRespond(ctx context.Context, e *env, l *ledger.Ledger, s llmSettings, a 
 	if err != nil {
 		return false, err
 	}
-	return runModelStage(ctx, e, l, st, a.workers)
+	return runStage(ctx, e, l, st.Name(), st, a.workers, false)
 }
 
 func runJudge(ctx context.Context, e *env, l *ledger.Ledger, s llmSettings, a judgeArgs) (bool, error) {
@@ -494,55 +493,7 @@ func runJudge(ctx context.Context, e *env, l *ledger.Ledger, s llmSettings, a ju
 	if err := l.SetMeta(ctx, seedMeta, strconv.FormatInt(a.seed, 10)); err != nil {
 		return false, err
 	}
-	return runModelStage(ctx, e, l, st, a.workers)
-}
-
-// runModelStage runs a model-backed stage with a progress meter showing
-// dollars, stopping gracefully when the budget is reached. It reports
-// whether all work is done.
-func runModelStage(ctx context.Context, e *env, l *ledger.Ledger, st pipeline.Stage, workers int) (bool, error) {
-	name := st.Name()
-	if err := l.SetPlan(ctx, name, toLedger(st.Variants())); err != nil {
-		return false, err
-	}
-	pending, recorded, err := pipeline.Pending(ctx, l, st)
-	if err != nil {
-		return false, err
-	}
-	if pending == 0 {
-		fmt.Fprintf(e.stdout, "%s: nothing to do, all %d tasks (conversation × variant) are already recorded\n", name, recorded)
-		return true, nil
-	}
-	spent, err := l.SpendUSD(ctx)
-	if err != nil {
-		return false, err
-	}
-	m := progress.Start(e.stderr, name, "tasks", pending)
-	sum, err := pipeline.Run(ctx, l, st, pipeline.Options{
-		Workers: workers, Stop: e.stop,
-		Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
-		OnCommit: func(tasks, _, _ int, tok int64) {
-			m.Add(int64(tasks), tok)
-			if now, err := l.SpendUSD(ctx); err == nil {
-				m.AddCost(now - spent)
-				spent = now
-			}
-		},
-	})
-	m.Stop()
-	fmt.Fprintf(e.stdout, "%s: %d tasks done, %d failed, %d units (%d recorded before)\n", name, sum.Done, sum.Failed, sum.Units, sum.Previous)
-	if err != nil {
-		return false, err
-	}
-	if sum.StopReason != nil {
-		fmt.Fprintf(e.stdout, "%s: stopped: %v; raise the budget and run the same command again to continue\n", name, sum.StopReason)
-		return false, nil
-	}
-	if sum.Stopped {
-		fmt.Fprintf(e.stdout, "%s: stopped before the end; run the same command again to continue\n", name)
-		return false, nil
-	}
-	return true, nil
+	return runStage(ctx, e, l, st.Name(), st, a.workers, false)
 }
 
 // runRespondJudgeFromConfig runs respond and judge as a config lists them.
