@@ -190,7 +190,11 @@ func dryRunCurate(ctx context.Context, w io.Writer, l *ledger.Ledger, a curateAr
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "2. curate strategies %s from turn %d\n", a.strategies, max(a.fromTurn, 1))
+	from := a.fromTurn
+	if from <= 0 {
+		from = curate.DefaultFrom // what the stage uses when none is set
+	}
+	fmt.Fprintf(w, "2. curate strategies %s from turn %d\n", a.strategies, from)
 	if st == nil {
 		return nil
 	}
