@@ -299,7 +299,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 				budget.Store(&err)
 				return nil
 			}
-			if err != nil && !unitError(err) {
+			if _, unit := llm.UnitFailure(err); err != nil && !unit {
 				return err
 			}
 			got[k] = answer{v, resp, err}
@@ -318,7 +318,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		if a.err != nil {
 			if st.failed == "" {
 				st.failed = fmt.Sprintf("sample %d, %s shown first: %v", st.out.Comparisons[j.comp].Sample, c.First, a.err)
-				st.raw = rawOf(a.err)
+				st.raw, _ = llm.UnitFailure(a.err)
 			}
 			continue
 		}

@@ -2,7 +2,6 @@ package judge
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 
@@ -62,27 +61,4 @@ func confidence(raw json.RawMessage) *float64 {
 		f /= 100
 	}
 	return &f
-}
-
-// unitError reports whether err fails only its unit: a malformed verdict
-// after retries, or a request the endpoint rejected.
-func unitError(err error) bool {
-	var pe *llm.ParseError
-	if errors.As(err, &pe) {
-		return true
-	}
-	var ce *llm.CallError
-	return errors.As(err, &ce) && !llm.IsFatal(err)
-}
-
-func rawOf(err error) string {
-	var pe *llm.ParseError
-	if errors.As(err, &pe) {
-		return pe.Raw
-	}
-	var ce *llm.CallError
-	if errors.As(err, &ce) {
-		return ce.Raw
-	}
-	return ""
 }

@@ -97,3 +97,20 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…[truncated]"
 }
+
+// UnitFailure reports whether err concerns only the unit that made the call
+// — an answer that stayed malformed after its retries, or a request the
+// endpoint rejected (400, 422) — rather than the run (a bad key, an unknown
+// model, a spent budget, a cancelled context). For such errors it returns
+// the raw answer or error body to keep with the failed unit.
+func UnitFailure(err error) (raw string, ok bool) {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return pe.Raw, true
+	}
+	var ce *CallError
+	if errors.As(err, &ce) && !IsFatal(err) {
+		return ce.Raw, true
+	}
+	return "", false
+}

@@ -218,17 +218,7 @@ func (a *Analyzer) MemoryVersion() string { return a.p.reflect.Version() + "," +
 // Failure reports whether err means "this unit failed" (a malformed answer
 // after every retry, or a request the endpoint rejected) rather than "stop
 // the run", and returns the raw answer to keep when there is one.
-func Failure(err error) (raw string, ok bool) {
-	var pe *llm.ParseError
-	if errors.As(err, &pe) {
-		return pe.Raw, true
-	}
-	var ce *llm.CallError
-	if errors.As(err, &ce) {
-		return ce.Raw, true
-	}
-	return "", false
-}
+func Failure(err error) (raw string, ok bool) { return llm.UnitFailure(err) }
 
 // call renders tmpl with data, sends it and reads the required tagged
 // sections. The usage of every attempt, retries included, goes into u.

@@ -123,13 +123,14 @@ func Unit[W, T any](ctx context.Context, a *LLM, q Query, check func(W) (T, erro
 // after retries, a request the endpoint rejected) into a failed unit with
 // the raw answer kept. It reports false for errors that must stop the run.
 func FailedUnit(turn int, err error) (pipeline.Unit, bool) {
+	raw, ok := llm.UnitFailure(err)
+	if !ok {
+		return pipeline.Unit{}, false
+	}
+	attempts := 1
 	var pe *llm.ParseError
 	if errors.As(err, &pe) {
-		return pipeline.Unit{Turn: turn, Failed: true, Attempts: pe.Attempts, Error: err.Error(), Raw: pe.Raw}, true
+		attempts = pe.Attempts
 	}
-	var ce *llm.CallError
-	if errors.As(err, &ce) && !llm.IsFatal(err) {
-		return pipeline.Unit{Turn: turn, Failed: true, Attempts: 1, Error: err.Error(), Raw: ce.Raw}, true
-	}
-	return pipeline.Unit{}, false
+	return pipeline.Unit{Turn: turn, Failed: true, Attempts: attempts, Error: err.Error(), Raw: raw}, true
 }

@@ -204,7 +204,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 				budget.Store(&err)
 				return nil
 			}
-			if err != nil && !unitError(err) {
+			if _, unit := llm.UnitFailure(err); err != nil && !unit {
 				return err
 			}
 			answers[k] = answer{resp, err}
@@ -223,7 +223,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		if a.err != nil {
 			if st.failed == "" {
 				st.failed = fmt.Sprintf("sample %d: %v", j.sample, a.err)
-				st.raw = rawOf(a.err)
+				st.raw, _ = llm.UnitFailure(a.err)
 			}
 		} else {
 			smp.Text, smp.Reasoning, smp.FinishReason = a.resp.Text, a.resp.Reasoning, a.resp.FinishReason
@@ -266,27 +266,4 @@ func (s *Stage) ask(ctx context.Context, role string, j job, retry int) (llm.Res
 		return struct{}{}, nil
 	})
 	return resp, err
-}
-
-// unitError reports whether err fails only its unit: a malformed (here:
-// empty) answer after retries, or a request the endpoint rejected.
-func unitError(err error) bool {
-	var pe *llm.ParseError
-	if errors.As(err, &pe) {
-		return true
-	}
-	var ce *llm.CallError
-	return errors.As(err, &ce) && !llm.IsFatal(err)
-}
-
-func rawOf(err error) string {
-	var pe *llm.ParseError
-	if errors.As(err, &pe) {
-		return pe.Raw
-	}
-	var ce *llm.CallError
-	if errors.As(err, &ce) {
-		return ce.Raw
-	}
-	return ""
 }
