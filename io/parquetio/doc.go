@@ -22,9 +22,10 @@
 // wrappers (codecs.go): zstd reuses its encoder, which made writes about
 // four times faster, and no codec's Decode panics on corrupt data.
 //
-// Memory stays bounded on both sides: writers keep at most one row group in
-// builders, and readers pull one batch of rows at a time through pqarrow's
-// record reader, never a whole table.
+// Memory stays bounded on both sides: writers hold one row group being
+// filled and at most one being encoded and written in the background (row
+// groups are capped by rows and by bytes), and readers pull one batch of rows
+// at a time through pqarrow's record reader, never a whole table.
 //
 // Corrupt input is an error, never a crash or a hang: OpenReader walks each
 // column chunk's page headers and decodes the nested columns one batch ahead

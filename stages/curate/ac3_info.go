@@ -32,7 +32,10 @@ import (
 //     under Cached and costs nothing.
 //   - OperatorUsage: calls of the strategy's own (the rewrite call, the
 //     summaries first needed at this turn).
-//   - Memory: the hash of the cheatsheet step 2 was given, "" without memory.
+//   - Memory: the cheatsheet step 2 was given: the frozen offline
+//     cheatsheet's hash, or "online:<hash>" for the version the online regime had
+//     built from earlier conversations ("online:none" before the first
+//     update), "" without memory.
 //   - TurnType, Score: adaptive's inputs (classify type; P(fc wins) − λ·Δ).
 //   - Constraints: how many session constraints the +constraints overlay
 //     appended (0: none were in force, so no block was added).
