@@ -1,13 +1,12 @@
 package classify
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 // The labelled-set splits. Heuristics may be tuned on Dev only; Test is
@@ -37,31 +36,15 @@ func (e Example) Conversation() *conv.Conversation {
 // ReadExamples reads labelled turns from JSONL (one Example a line) and
 // checks each: a known type and split, and a user turn t >= 2.
 func ReadExamples(r io.Reader) ([]Example, error) {
-	var out []Example
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var e Example
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("reading labelled turn on line %d: %w", line, err)
-		}
+	return annotator.ReadLabelled(r, func(e Example) error {
 		if !validType(e.Type) || (e.Split != Dev && e.Split != Test) {
-			return nil, fmt.Errorf("reading labelled turn on line %d (%s): type %q, split %q", line, e.ID, e.Type, e.Split)
+			return fmt.Errorf("(%s): type %q, split %q", e.ID, e.Type, e.Split)
 		}
 		if _, ok := e.Conversation().UserTurn(e.Turn); !ok || e.Turn < 2 {
-			return nil, fmt.Errorf("reading labelled turn on line %d (%s): no user turn %d (t >= 2)", line, e.ID, e.Turn)
+			return fmt.Errorf("(%s): no user turn %d (t >= 2)", e.ID, e.Turn)
 		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading labelled turns: %w", err)
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // ClassScore is precision, recall and F1 of one class (one-vs-rest).

@@ -1,12 +1,11 @@
 package constraints
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/annotator"
 	"github.com/ac3/ac3/stages/classify"
 )
 
@@ -33,36 +32,20 @@ func (e Example) Conversation() *conv.Conversation {
 
 // ReadExamples reads labelled turns from JSONL and checks each.
 func ReadExamples(r io.Reader) ([]Example, error) {
-	var out []Example
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var e Example
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("reading labelled turn on line %d: %w", line, err)
-		}
+	return annotator.ReadLabelled(r, func(e Example) error {
 		if e.Split != classify.Dev && e.Split != classify.Test {
-			return nil, fmt.Errorf("reading labelled turn on line %d (%s): split %q", line, e.ID, e.Split)
+			return fmt.Errorf("(%s): split %q", e.ID, e.Split)
 		}
 		if _, ok := e.Conversation().UserTurn(e.Turn); !ok {
-			return nil, fmt.Errorf("reading labelled turn on line %d (%s): no user turn %d", line, e.ID, e.Turn)
+			return fmt.Errorf("(%s): no user turn %d", e.ID, e.Turn)
 		}
 		for _, c := range e.Constraints {
 			if !validType(c.Type) {
-				return nil, fmt.Errorf("reading labelled turn on line %d (%s): type %q", line, e.ID, c.Type)
+				return fmt.Errorf("(%s): type %q", e.ID, c.Type)
 			}
 		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading labelled turns: %w", err)
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // Scores are an extractor's results on one split: detection of turns that
