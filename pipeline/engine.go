@@ -193,16 +193,7 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, halt <-c
 	for i, v := range variants {
 		lv[i] = ledger.Variant(v)
 	}
-	var after int64
-	for {
-		page, err := l.ConversationPage(ctx, after, opts.PageSize)
-		if err != nil {
-			return err
-		}
-		if len(page) == 0 {
-			return nil
-		}
-		upto := page[len(page)-1].Seq
+	return l.EachPage(ctx, opts.PageSize, func(page []ledger.Stored, after, upto int64) error {
 		states, err := l.TaskStates(ctx, s.Name(), lv, after, upto)
 		if err != nil {
 			return err
@@ -232,8 +223,8 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, halt <-c
 				return errStopped
 			}
 		}
-		after = upto
-	}
+		return nil
+	})
 }
 
 func runTask(ctx context.Context, s Stage, t Task) ([]ledger.TaskResult, error) {

@@ -75,17 +75,8 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 		seq  int64
 		turn int
 	}
-	var n, after int64
-	for {
-		page, err := l.ConversationPage(ctx, after, pageSize)
-		if err != nil {
-			rw.Abort()
-			return n, err
-		}
-		if len(page) == 0 {
-			break
-		}
-		upto := page[len(page)-1].Seq
+	var n int64
+	err = l.EachPage(ctx, pageSize, func(page []ledger.Stored, after, upto int64) error {
 		units := map[string]map[key]ledger.Unit{}
 		for stage, vs := range map[string][]ledger.Variant{classify.StageName: cv, constraints.StageName: kv, pollution.StageName: pv} {
 			m := map[key]ledger.Unit{}
@@ -96,8 +87,7 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 				return nil
 			})
 			if err != nil {
-				rw.Abort()
-				return n, err
+				return err
 			}
 			units[stage] = m
 		}
@@ -110,8 +100,7 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 				if u, ok := units[classify.StageName][k]; ok {
 					lb, err := classify.Decode(u.Output)
 					if err != nil {
-						rw.Abort()
-						return n, fmt.Errorf("decoding classify unit %s: %w", u.Key, err)
+						return fmt.Errorf("decoding classify unit %s: %w", u.Key, err)
 					}
 					row[3], row[4], row[5], row[6], row[7] = lb.Type, lb.Confidence, lb.Reason, jsonText(lb.Refs), lb.Annotator
 					any = true
@@ -119,8 +108,7 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 				if u, ok := units[constraints.StageName][k]; ok {
 					rec, err := constraints.Decode(u.Output)
 					if err != nil {
-						rw.Abort()
-						return n, fmt.Errorf("decoding constraints unit %s: %w", u.Key, err)
+						return fmt.Errorf("decoding constraints unit %s: %w", u.Key, err)
 					}
 					row[8], row[9], row[10] = jsonText(rec.New), jsonText(rec.Registry), rec.Annotator
 					any = true
@@ -128,8 +116,7 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 				if u, ok := units[pollution.StageName][k]; ok {
 					lb, err := pollution.Decode(u.Output)
 					if err != nil {
-						rw.Abort()
-						return n, fmt.Errorf("decoding pollution unit %s: %w", u.Key, err)
+						return fmt.Errorf("decoding pollution unit %s: %w", u.Key, err)
 					}
 					row[11], row[12], row[13], row[14], row[15], row[16] = lb.Present, lb.Category, jsonText(lb.Sources), lb.Confidence, lb.Justification, lb.Annotator
 					any = true
@@ -138,13 +125,16 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 					continue
 				}
 				if err := rw.Write(row); err != nil {
-					rw.Abort()
-					return n, err
+					return err
 				}
 				n++
 			}
 		}
-		after = upto
+		return nil
+	})
+	if err != nil {
+		rw.Abort()
+		return n, err
 	}
 	return n, rw.Close()
 }

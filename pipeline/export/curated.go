@@ -58,22 +58,9 @@ func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int6
 		return 0, err
 	}
 	var n int64
-	var after int64
-	for {
-		page, err := l.ConversationPage(ctx, after, pageSize)
-		if err != nil {
-			rw.Abort()
-			return n, err
-		}
-		if len(page) == 0 {
-			break
-		}
-		bySeq := make(map[int64]*conv.Conversation, len(page))
-		for _, s := range page {
-			bySeq[s.Seq] = s.Conv
-		}
-		upto := page[len(page)-1].Seq
-		err = l.Units(ctx, curate.StageName, variants, after, upto, func(u ledger.Unit) error {
+	err = l.EachPage(ctx, pageSize, func(page []ledger.Stored, after, upto int64) error {
+		bySeq := bySeq(page)
+		return l.Units(ctx, curate.StageName, variants, after, upto, func(u ledger.Unit) error {
 			if u.Status != ledger.Done {
 				return nil
 			}
@@ -98,13 +85,21 @@ func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int6
 			n++
 			return rw.Write([]any{c.ID, int64(u.Turn), u.Variant, u.Version, msgs, int64(x.Tokens), int64(len(msgs)), target})
 		})
-		if err != nil {
-			rw.Abort()
-			return n, err
-		}
-		after = upto
+	})
+	if err != nil {
+		rw.Abort()
+		return n, err
 	}
 	return n, rw.Close()
+}
+
+// bySeq indexes a page of conversations by their seq, for joining units.
+func bySeq(page []ledger.Stored) map[int64]*conv.Conversation {
+	m := make(map[int64]*conv.Conversation, len(page))
+	for _, s := range page {
+		m[s.Seq] = s.Conv
+	}
+	return m
 }
 
 // reply is a_t, the dataset's assistant message answering user turn t.

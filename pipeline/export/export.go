@@ -78,24 +78,18 @@ func Conversations(ctx context.Context, l *ledger.Ledger, f Format, path string)
 		closer = renameOnClose{w, tmp, path}
 		abort = func() { w.Close(); os.Remove(tmp) }
 	}
-	var after int64
-	for {
-		page, err := l.ConversationPage(ctx, after, pageSize)
-		if err != nil {
-			abort()
-			return n, err
-		}
-		if len(page) == 0 {
-			break
-		}
+	err := l.EachPage(ctx, pageSize, func(page []ledger.Stored, _, _ int64) error {
 		for _, s := range page {
 			if err := write(s); err != nil {
-				abort()
-				return n, fmt.Errorf("writing conversation %s to %s: %w", s.Conv.ID, path, err)
+				return fmt.Errorf("writing conversation %s to %s: %w", s.Conv.ID, path, err)
 			}
 			n++
 		}
-		after = page[len(page)-1].Seq
+		return nil
+	})
+	if err != nil {
+		abort()
+		return n, err
 	}
 	if err := closer.Close(); err != nil {
 		return n, fmt.Errorf("finishing %s: %w", path, err)

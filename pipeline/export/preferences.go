@@ -193,21 +193,9 @@ func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOption
 		return fmt.Errorf("no judge verdicts in %s yet: run 'ac3 judge' first", l.Path())
 	}
 	respondVer, curateVer := versions(plans[respond.StageName]), versions(plans[curate.StageName])
-	var after int64
-	for {
-		page, err := l.ConversationPage(ctx, after, pageSize)
-		if err != nil {
-			return err
-		}
-		if len(page) == 0 {
-			return nil
-		}
-		bySeq := make(map[int64]*conv.Conversation, len(page))
-		for _, s := range page {
-			bySeq[s.Seq] = s.Conv
-		}
-		upto := page[len(page)-1].Seq
-		err = l.Units(ctx, judge.StageName, variants, after, upto, func(u ledger.Unit) error {
+	return l.EachPage(ctx, pageSize, func(page []ledger.Stored, after, upto int64) error {
+		bySeq := bySeq(page)
+		return l.Units(ctx, judge.StageName, variants, after, upto, func(u ledger.Unit) error {
 			obs, err := judge.Observations(u)
 			if err != nil || len(obs) == 0 {
 				return err
@@ -264,11 +252,7 @@ func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOption
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		after = upto
-	}
+	})
 }
 
 // decisiveOf is the winner when exactly one of two single-order outcomes

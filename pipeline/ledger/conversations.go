@@ -278,3 +278,25 @@ func (l *Ledger) Quarantine(ctx context.Context, fn func(Quarantined) error) err
 	}
 	return rows.Err()
 }
+
+// EachPage calls fn for each page of up to size kept conversations, in seq
+// order, with the seq range (after, upto] the page covers, so fn can read
+// other stages' units for exactly those conversations. It stops at the
+// first error fn returns.
+func (l *Ledger) EachPage(ctx context.Context, size int, fn func(page []Stored, after, upto int64) error) error {
+	var after int64
+	for {
+		page, err := l.ConversationPage(ctx, after, size)
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		upto := page[len(page)-1].Seq
+		if err := fn(page, after, upto); err != nil {
+			return err
+		}
+		after = upto
+	}
+}
