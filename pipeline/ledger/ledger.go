@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	_ "github.com/mattn/go-sqlite3" // registers the sqlite3 driver
 
@@ -22,6 +23,13 @@ type Ledger struct {
 	path string
 	w    *sql.DB // the single writer
 	r    *sql.DB // readers
+
+	// spend is the run's model spend, summed from llm_calls once and then
+	// kept current by the recorder, so progress lines can show dollars after
+	// every commit without re-summing millions of call rows.
+	spendMu    sync.Mutex
+	spend      float64
+	spendKnown bool
 }
 
 // Options tune how a ledger is opened.

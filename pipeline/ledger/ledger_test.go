@@ -202,4 +202,14 @@ func TestLLMCacheAndRecorder(t *testing.T) {
 	if s, _ := l2.SpendUSD(ctx); s != 0.5 {
 		t.Fatalf("spend = %v", s)
 	}
+	// Once summed, the total follows new records without re-reading them.
+	if err := l2.LLMRecorder().Record(ctx, llm.CallRecord{Role: "judge", Stage: "judge", Model: "m", CostUSD: 0.25, Status: llm.StatusOK}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := l2.SpendUSD(ctx); s != 0.75 {
+		t.Fatalf("spend after another call = %v, want 0.75", s)
+	}
+	if st, _ := l2.Status(ctx); st.SpendUSD != 0.75 {
+		t.Fatalf("status spend = %v, want 0.75", st.SpendUSD)
+	}
 }

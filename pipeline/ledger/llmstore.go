@@ -55,10 +55,18 @@ func (l *Ledger) LLMRecorder() llm.Recorder { return llmRecorder{l} }
 type llmRecorder struct{ l *Ledger }
 
 func (r llmRecorder) Record(ctx context.Context, c llm.CallRecord) error {
+	// Under spendMu so the stored row and the running total never disagree
+	// with a SpendUSD summing at the same moment (writes are serialised on
+	// one connection anyway).
+	r.l.spendMu.Lock()
+	defer r.l.spendMu.Unlock()
 	_, err := r.l.w.ExecContext(context.WithoutCancel(ctx), `INSERT INTO llm_calls (role, stage, endpoint, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd, latency_ms, attempts, status, error, from_cache, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Role, c.Stage, c.Endpoint, c.Model, c.Usage.Prompt, c.Usage.Completion, c.Usage.CachedPrompt, c.Usage.Reasoning, c.CostUSD, c.Latency.Milliseconds(), c.Attempts, c.Status, c.Error, c.FromCache, c.Time.UTC().Format(time.RFC3339Nano))
 	if err != nil {
 		return fmt.Errorf("recording model call: %w", err)
+	}
+	if r.l.spendKnown { // otherwise the first SpendUSD sums the table, this row included
+		r.l.spend += c.CostUSD
 	}
 	return nil
 }
@@ -66,9 +74,14 @@ func (r llmRecorder) Record(ctx context.Context, c llm.CallRecord) error {
 // SpendUSD is what the run's model calls have cost so far, for seeding a
 // budget when a run resumes.
 func (l *Ledger) SpendUSD(ctx context.Context) (float64, error) {
-	var s float64
-	if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(cost_usd), 0) FROM llm_calls`).Scan(&s); err != nil {
-		return 0, fmt.Errorf("summing spend: %w", err)
+	l.spendMu.Lock()
+	defer l.spendMu.Unlock()
+	if !l.spendKnown {
+		// Summed once per open run; Record keeps it current from then on.
+		if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(cost_usd), 0) FROM llm_calls`).Scan(&l.spend); err != nil {
+			return 0, fmt.Errorf("summing spend: %w", err)
+		}
+		l.spendKnown = true
 	}
-	return s, nil
+	return l.spend, nil
 }
