@@ -21,7 +21,7 @@
 // Order "both" judges every comparison twice, once in each order; a
 // strategy wins only when it wins in both, anything else is a tie, and the
 // two single-order verdicts stay stored for the position-consistency report
-// (judge/stats). Answers that are identical after trimming are a tie without
+// (pipeline/stats). Answers that are identical after trimming are a tie without
 // a call.
 //
 // The prompt is ours (prompts/pairwise.tmpl) and its version is in every
@@ -31,6 +31,6 @@
 // mistaken for the judge's own.
 //
 // Stored output is Output as JSON; Observations turns a stored unit into one
-// Observation per comparison and dimension for the statistics (judge/stats)
+// Observation per comparison and dimension for the statistics (pipeline/stats)
 // and the report (judge/report).
 package judge

@@ -3,8 +3,8 @@ package judge
 import (
 	"fmt"
 
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/stats"
 )
 
 // Observation is one comparison on one dimension, read back from a stored

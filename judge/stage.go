@@ -12,13 +12,13 @@ import (
 
 	"github.com/sourcegraph/conc/pool"
 
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/parse"
 	"github.com/ac3/ac3/pipeline/prompt"
+	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/respond"
 )
 

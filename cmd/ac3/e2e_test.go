@@ -15,9 +15,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/analyze/analyzetest"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/respond"
@@ -1150,7 +1150,7 @@ func readJSONL(t *testing.T, path string) []map[string]any {
 }
 
 // signP is the exact two-sided binomial test against 1/2, summed in exact
-// rational arithmetic (independent of judge/stats).
+// rational arithmetic (independent of pipeline/stats).
 func signP(k, n int) float64 {
 	if n == 0 {
 		return 1

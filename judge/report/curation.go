@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/curate"
 )
 

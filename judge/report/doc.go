@@ -21,7 +21,7 @@
 // opens offline and can be mailed around.
 //
 // Small samples are stated next to the number they affect, never hidden:
-// every summary carries the warnings of judge/stats.
+// every summary carries the warnings of pipeline/stats.
 //
 // The package reads stored units through Source, which *ledger.Ledger
 // satisfies; it never calls a model and writes nothing to the run.

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/ac3/ac3/judge"
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/respond"
 )
@@ -28,7 +28,7 @@ type Source interface {
 	Status(ctx context.Context) (ledger.Status, error)
 }
 
-// Options configure the statistics. Zero fields take judge/stats defaults.
+// Options configure the statistics. Zero fields take pipeline/stats defaults.
 type Options struct {
 	Seed             uint64 // bootstrap seed (the run seed)
 	Resamples        int

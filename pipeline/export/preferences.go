@@ -9,9 +9,9 @@ import (
 
 	"github.com/ac3/ac3/io/parquetio"
 	"github.com/ac3/ac3/judge"
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/respond"
 )

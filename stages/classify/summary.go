@@ -3,8 +3,8 @@ package classify
 import (
 	"sort"
 
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/stats"
 )
 
 // TypeShare is one turn type's count and share of the labelled turns, with

@@ -4,8 +4,8 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/stats"
 )
 
 // TypeCount is how many constraints of one type were set, with the share of

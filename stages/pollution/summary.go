@@ -1,8 +1,8 @@
 package pollution
 
 import (
-	"github.com/ac3/ac3/judge/stats"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/stats"
 )
 
 // Share is a count out of a total, with its 95% Wilson interval.

@@ -3,7 +3,7 @@ package stats_test
 import (
 	"fmt"
 
-	"github.com/ac3/ac3/judge/stats"
+	"github.com/ac3/ac3/pipeline/stats"
 )
 
 func ExampleSummarize() {
