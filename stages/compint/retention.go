@@ -189,17 +189,20 @@ type token struct {
 
 // wordTokens splits s into lower-cased runs of letters and digits.
 // Apostrophes inside a word are dropped rather than split on, so "don't"
-// and "don’t" both give "dont".
+// and "don’t" both give "dont". A token that is already lower case shares
+// s's memory, so long contexts cost few allocations.
 func wordTokens(s string) []token {
 	var out []token
-	var cur strings.Builder
-	start, end := -1, 0
+	start, end, apos := -1, 0, false
 	flush := func() {
-		if cur.Len() > 0 {
-			out = append(out, token{cur.String(), start, end})
+		if start >= 0 {
+			w := s[start:end]
+			if apos {
+				w = strings.NewReplacer("'", "", "’", "").Replace(w)
+			}
+			out = append(out, token{strings.ToLower(w), start, end})
 		}
-		cur.Reset()
-		start = -1
+		start, apos = -1, false
 	}
 	for i := 0; i < len(s); {
 		r, w := utf8.DecodeRuneInString(s[i:])
@@ -208,10 +211,9 @@ func wordTokens(s string) []token {
 			if start < 0 {
 				start = i
 			}
-			cur.WriteRune(unicode.ToLower(r))
 			end = i + w
-		case (r == '\'' || r == '’') && cur.Len() > 0 && nextIsLetter(s[i+w:]):
-			// inside a word: skip it
+		case (r == '\'' || r == '’') && start >= 0 && nextIsLetter(s[i+w:]):
+			apos = true // inside a word: dropped by flush
 		default:
 			flush()
 		}
