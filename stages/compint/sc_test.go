@@ -169,3 +169,31 @@ func TestDeriveFramings(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseSCs(f *testing.F) {
+	f.Add([]byte(`[` + goodSC + `}]`))
+	f.Add([]byte(`{"side_constraints": [` + goodSC + `, "framings": {"plain": "p", "explicit": "e", "hard": "h", "explicit_hard": "eh"}}]}`))
+	f.Add([]byte(`{"side_constraints": null}`))
+	f.Add([]byte(`[{"id": 1e99}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		set, err := compint.Parse("fuzz.json", data)
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.json") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		ids := map[int]bool{}
+		for _, sc := range set.SCs {
+			if sc.ID < 1 || ids[sc.ID] || sc.Text == "" || sc.Probe == "" || sc.Correct == sc.Incorrect {
+				t.Fatalf("accepted a bad SC %+v", sc)
+			}
+			ids[sc.ID] = true
+			for _, fr := range compint.Framings() {
+				if sc.Framing(fr) == "" {
+					t.Fatalf("SC %d has no %s framing", sc.ID, fr)
+				}
+			}
+		}
+	})
+}
