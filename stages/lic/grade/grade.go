@@ -160,6 +160,8 @@ func (g *Grader) Grade(ctx context.Context, in *Instance, answer string) (Result
 	switch in.Task {
 	case TaskMath:
 		return GradeMath(in, answer)
+	case TaskDatabase:
+		return g.gradeDatabase(ctx, in, answer)
 	}
 	return Result{Task: in.Task, Status: NotGraded, Reason: "no grader for task " + quoteTask(in.Task)}, nil
 }
