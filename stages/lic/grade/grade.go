@@ -162,6 +162,8 @@ func (g *Grader) Grade(ctx context.Context, in *Instance, answer string) (Result
 		return GradeMath(in, answer)
 	case TaskDatabase:
 		return g.gradeDatabase(ctx, in, answer)
+	case TaskActions:
+		return GradeActions(in, answer)
 	}
 	return Result{Task: in.Task, Status: NotGraded, Reason: "no grader for task " + quoteTask(in.Task)}, nil
 }
