@@ -132,12 +132,13 @@ func (o Options) withDefaults() Options {
 // use; each call works on its own databases and temporary directories.
 type Grader struct {
 	opts Options
+	box  *sandbox
 }
 
 // New returns a Grader with opts (zero fields take their defaults).
 func New(opts Options) *Grader {
 	opts = opts.withDefaults()
-	return &Grader{opts: opts}
+	return &Grader{opts: opts, box: newSandbox(opts)}
 }
 
 // Options returns the options in effect, defaults filled in.
@@ -164,6 +165,8 @@ func (g *Grader) Grade(ctx context.Context, in *Instance, answer string) (Result
 		return g.gradeDatabase(ctx, in, answer)
 	case TaskActions:
 		return GradeActions(in, answer)
+	case TaskCode:
+		return g.gradeCode(ctx, in, answer)
 	}
 	return Result{Task: in.Task, Status: NotGraded, Reason: "no grader for task " + quoteTask(in.Task)}, nil
 }
