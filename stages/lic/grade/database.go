@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mattn/go-sqlite3"
+	_ "github.com/mattn/go-sqlite3" // registers the sqlite3 driver
 )
 
 // How a SQL answer was found.
@@ -431,31 +431,42 @@ func openReadOnly(ctx context.Context, path string) (*dbEnv, error) {
 	return e, nil
 }
 
-// authRecursive is SQLite's SQLITE_RECURSIVE action code (a recursive
-// common table expression), which the driver does not export.
-const authRecursive = 33
+// SQLite's authorizer action and result codes and the length limit's id,
+// from its C API (stable across versions). They are spelled out here so
+// that the package does not depend on the driver exporting them.
+const (
+	sqliteOK          = 0
+	sqliteDeny        = 1
+	sqliteRead        = 20
+	sqliteSelect      = 21
+	sqliteFunction    = 31
+	sqliteRecursive   = 33
+	sqliteLimitLength = 0
+)
 
 // readOnlyAuthorizer lets statements read tables and call functions, and
 // nothing else: no writes, schema changes, ATTACH, PRAGMA or
 // transactions. It also refuses load_extension.
 func readOnlyAuthorizer(op int, arg1, arg2, _ string) int {
 	switch op {
-	case sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, authRecursive:
-		return sqlite3.SQLITE_OK
-	case sqlite3.SQLITE_FUNCTION:
+	case sqliteSelect, sqliteRead, sqliteRecursive:
+		return sqliteOK
+	case sqliteFunction:
 		if strings.EqualFold(arg2, "load_extension") {
-			return sqlite3.SQLITE_DENY
+			return sqliteDeny
 		}
-		return sqlite3.SQLITE_OK
+		return sqliteOK
 	}
-	return sqlite3.SQLITE_DENY
+	return sqliteDeny
 }
 
 func setReadOnly(conn *sql.Conn) error {
 	return conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
+		c, ok := dc.(interface {
+			RegisterAuthorizer(func(int, string, string, string) int)
+		})
 		if !ok {
-			return fmt.Errorf("restricting a database connection: unexpected driver connection %T", dc)
+			return fmt.Errorf("restricting a database connection: the driver connection %T has no authorizer", dc)
 		}
 		c.RegisterAuthorizer(readOnlyAuthorizer)
 		return nil
@@ -466,11 +477,11 @@ func setReadOnly(conn *sql.Conn) error {
 // that a query like SELECT zeroblob(1e9) fails instead of using memory.
 func limitConn(conn *sql.Conn) error {
 	return conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
+		c, ok := dc.(interface{ SetLimit(id, value int) int })
 		if !ok {
-			return fmt.Errorf("limiting a database connection: unexpected driver connection %T", dc)
+			return fmt.Errorf("limiting a database connection: the driver connection %T has no limits", dc)
 		}
-		c.SetLimit(sqlite3.SQLITE_LIMIT_LENGTH, 16<<20)
+		c.SetLimit(sqliteLimitLength, 16<<20)
 		return nil
 	})
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // resultSet is a query result with every cell reduced to a comparable key.
@@ -56,12 +54,26 @@ func cellKey(v any) string {
 
 const canonTimeLayout = "2006-01-02 15:04:05.999999999"
 
+// timeLayouts are the text forms the go-sqlite3 driver reads as time
+// values in DATE/DATETIME/TIMESTAMP columns.
+var timeLayouts = []string{
+	"2006-01-02 15:04:05.999999999-07:00",
+	"2006-01-02T15:04:05.999999999-07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05",
+	"2006-01-02T15:04:05",
+	"2006-01-02 15:04",
+	"2006-01-02T15:04",
+	"2006-01-02",
+}
+
 func canonTime(s string) string {
 	if len(s) < 10 || !isDigit(s[0]) || s[4] != '-' {
 		return s
 	}
 	t := strings.TrimSuffix(s, "Z")
-	for _, layout := range sqlite3.SQLiteTimestampFormats {
+	for _, layout := range timeLayouts {
 		if tm, err := time.ParseInLocation(layout, t, time.UTC); err == nil {
 			return tm.UTC().Format(canonTimeLayout)
 		}
