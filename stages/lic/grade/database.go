@@ -100,38 +100,22 @@ func (g *Grader) gradeDatabase(ctx context.Context, in *Instance, answer string)
 		return r, nil
 	}
 
-	envs, schema, check, err := g.databases(ctx, in, ref, pred)
-	defer func() {
-		for _, e := range envs {
-			e.close()
-		}
-	}()
+	set, err := g.databases(ctx, in, ref, pred)
+	defer set.close()
+	var rf *refFailure
+	if errors.As(err, &rf) {
+		r.Status, r.Reason = NotGraded, rf.Error()
+		return r, nil
+	}
 	if err != nil {
 		return Result{}, err
 	}
-	r.Check = check
-
-	ordered := hasOrderBy(ref)
-	refRes := make([]resultSet, len(envs))
-	nonEmpty := 0
-	for i, e := range envs {
-		res, err := runQuery(ctx, e.conn, ref, g.opts)
-		if err != nil {
-			if ctx.Err() != nil {
-				return Result{}, ctx.Err()
-			}
-			r.Status = NotGraded
-			r.Reason = fmt.Sprintf("the reference query fails on %s: %v", e.name, err)
-			return r, nil
-		}
-		refRes[i] = res
-		if len(res.rows) > 0 {
-			nonEmpty++
-		}
-	}
+	envs, schema, refRes := set.envs, set.schema, set.ref
+	r.Check = set.check
 	if len(envs) > 1 {
-		r.Check += fmt.Sprintf("; the reference returns rows on %d of %d", nonEmpty, len(envs))
+		r.Check += fmt.Sprintf("; the reference gives a non-empty, non-zero result on %d of %d", informativeCount(refRes), len(envs))
 	}
+	ordered := hasOrderBy(ref)
 	if ordered {
 		r.Check += "; row order compared (ORDER BY)"
 	}
@@ -238,78 +222,191 @@ func queryErr(qctx context.Context, err error, o Options) error {
 	return err
 }
 
-// databases opens the databases to compare on: the Spider files of the
-// instance when DBDir has them, generated fillings otherwise. check says
-// which, for the Result.
-func (g *Grader) databases(ctx context.Context, in *Instance, ref, pred string) (envs []*dbEnv, schema *dbSchema, check string, err error) {
+// dbSet is the databases one grading compares on, with the reference
+// query's result on each.
+type dbSet struct {
+	envs   []*dbEnv
+	schema *dbSchema
+	ref    []resultSet
+	check  string // which databases, for the Result
+}
+
+func (s *dbSet) close() {
+	if s == nil {
+		return
+	}
+	for _, e := range s.envs {
+		e.close()
+	}
+}
+
+// refFailure is the reference query failing on a database: the instance
+// is then not graded (by its reference nothing can be right).
+type refFailure struct {
+	db  string
+	err error
+}
+
+func (e *refFailure) Error() string {
+	return fmt.Sprintf("the reference query fails on %s: %v", e.db, e.err)
+}
+
+// runReference runs the reference on e; a failure is a *refFailure unless
+// the context ended.
+func runReference(ctx context.Context, e *dbEnv, ref string, o Options) (resultSet, error) {
+	res, err := runQuery(ctx, e.conn, ref, o)
+	if err != nil {
+		if ctx.Err() != nil {
+			return resultSet{}, ctx.Err()
+		}
+		return resultSet{}, &refFailure{db: e.name, err: err}
+	}
+	return res, nil
+}
+
+// informative reports whether a result can tell queries apart at all: it
+// has a row with a value other than NULL, 0 or the empty string. An empty
+// result, COUNT(*) = 0 or MAX() = NULL is matched by too many wrong
+// queries.
+func informative(rs resultSet) bool {
+	for _, r := range rs.rows {
+		for _, c := range r {
+			if c != "n" && c != "i0" && c != "s" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func informativeCount(rss []resultSet) int {
+	n := 0
+	for _, rs := range rss {
+		if informative(rs) {
+			n++
+		}
+	}
+	return n
+}
+
+// databases opens the databases to compare on (Spider's files of the
+// instance when DBDir has them, generated fillings otherwise) and runs
+// the reference on each. The returned set is non-nil whenever
+// databases were opened, even with an error, so the caller can close it.
+func (g *Grader) databases(ctx context.Context, in *Instance, ref, pred string) (*dbSet, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, "", err
+		return nil, err
 	}
 	note := ""
 	if g.opts.DBDir != "" {
 		files, err := spiderFiles(g.opts.DBDir, in.DBID)
 		if err != nil {
-			return nil, nil, "", err
+			return nil, err
 		}
 		if len(files) > 0 {
-			for _, f := range files {
-				e, err := openReadOnly(ctx, f)
-				if err != nil {
-					return envs, nil, "", err
-				}
-				envs = append(envs, e)
-			}
-			schema, err := introspect(ctx, envs[0].conn)
-			if err != nil {
-				return envs, nil, "", fmt.Errorf("reading the schema of %s: %w", envs[0].name, err)
-			}
-			for _, e := range envs {
-				if err := setReadOnly(e.conn); err != nil {
-					return envs, nil, "", err
-				}
-			}
-			names := make([]string, len(files))
-			for i, f := range files {
-				names[i] = filepath.Base(f)
-			}
-			return envs, schema, "Spider database files: " + strings.Join(names, ", "), nil
+			return g.spiderDatabases(ctx, files, ref)
 		}
 		note = fmt.Sprintf(" (no database file for %q under the database folder)", in.DBID)
 	}
+	return g.generatedDatabases(ctx, in, ref, pred, note)
+}
+
+func (g *Grader) spiderDatabases(ctx context.Context, files []string, ref string) (*dbSet, error) {
+	set := &dbSet{}
+	names := make([]string, len(files))
+	for i, f := range files {
+		e, err := openReadOnly(ctx, f)
+		if err != nil {
+			return set, err
+		}
+		set.envs = append(set.envs, e)
+		names[i] = filepath.Base(f)
+	}
+	schema, err := introspect(ctx, set.envs[0].conn)
+	if err != nil {
+		return set, fmt.Errorf("reading the schema of %s: %w", set.envs[0].name, err)
+	}
+	set.schema = schema
+	for _, e := range set.envs {
+		if err := setReadOnly(e.conn, true); err != nil {
+			return set, err
+		}
+		res, err := runReference(ctx, e, ref, g.opts)
+		if err != nil {
+			return set, err
+		}
+		set.ref = append(set.ref, res)
+	}
+	set.check = "Spider database files: " + strings.Join(names, ", ")
+	return set, nil
+}
+
+// fillAttempts is how many random fillings are tried for each generated
+// database kept.
+const fillAttempts = 4
+
+// generatedDatabases builds Options.Fillings databases from the
+// instance's schema. Like Spider's test suites, it prefers databases on
+// which the reference gives an informative result: each database is
+// filled up to fillAttempts times until it does, and at most a quarter of
+// the databases kept may be uninformative (an empty result still tests
+// something, but a suite of them passes almost any query).
+func (g *Grader) generatedDatabases(ctx context.Context, in *Instance, ref, pred, note string) (*dbSet, error) {
 	ddl, from, err := g.schemaDDL(ctx, in)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, "", ctx.Err()
+			return nil, ctx.Err()
 		}
-		return nil, nil, "", err
+		return nil, err
 	}
+	set := &dbSet{}
 	for i := 0; i < g.opts.Fillings; i++ {
 		e, err := openMemory(ctx, fmt.Sprintf("generated database %d", i+1))
 		if err != nil {
-			return envs, nil, "", err
+			return set, err
 		}
-		envs = append(envs, e)
+		set.envs = append(set.envs, e)
 		if _, err := e.conn.ExecContext(ctx, ddl); err != nil {
-			return envs, nil, "", fmt.Errorf("creating the schema of %s: %w", in.TaskID, err)
+			return set, fmt.Errorf("creating the schema of %s: %w", in.TaskID, err)
 		}
-		if schema == nil {
-			if schema, err = introspect(ctx, e.conn); err != nil {
-				return envs, nil, "", fmt.Errorf("reading the schema of %s: %w", in.TaskID, err)
+		if set.schema == nil {
+			if set.schema, err = introspect(ctx, e.conn); err != nil {
+				return set, fmt.Errorf("reading the schema of %s: %w", in.TaskID, err)
 			}
 		}
 	}
-	lits := append(queryLiterals(ref, schema.idents), queryLiterals(pred, schema.idents)...)
-	f := newFiller(schema, lits)
-	for i, e := range envs {
-		if err := f.fill(ctx, e.conn, g.opts.Seed, i); err != nil {
-			return envs, nil, "", fmt.Errorf("filling %s for %s: %w", e.name, in.TaskID, err)
+	lits := append(queryLiterals(ref, set.schema.idents), queryLiterals(pred, set.schema.idents)...)
+	f := newFiller(set.schema, lits)
+	dull := 0
+	for i, e := range set.envs {
+		var res resultSet
+		for k := 0; k < fillAttempts; k++ {
+			if k > 0 {
+				if err := setReadOnly(e.conn, false); err != nil {
+					return set, err
+				}
+			}
+			if err := f.fill(ctx, e.conn, g.opts.Seed, i+k*g.opts.Fillings); err != nil {
+				return set, fmt.Errorf("filling %s for %s: %w", e.name, in.TaskID, err)
+			}
+			if err := setReadOnly(e.conn, true); err != nil {
+				return set, err
+			}
+			if res, err = runReference(ctx, e, ref, g.opts); err != nil {
+				return set, err
+			}
+			if informative(res) {
+				break
+			}
+			if k == fillAttempts-1 || (dull+1)*4 <= len(set.envs) {
+				dull++
+				break
+			}
 		}
-		if err := setReadOnly(e.conn); err != nil {
-			return envs, nil, "", err
-		}
+		set.ref = append(set.ref, res)
 	}
-	check = fmt.Sprintf("generated databases: %d random fillings of the schema from %s (seed %d)%s", len(envs), from, g.opts.Seed, note)
-	return envs, schema, check, nil
+	set.check = fmt.Sprintf("generated databases: %d random fillings of the schema from %s (seed %d)%s", len(set.envs), from, g.opts.Seed, note)
+	return set, nil
 }
 
 // schemaDDL returns statements that create the instance's tables: its
@@ -460,7 +557,8 @@ func readOnlyAuthorizer(op int, arg1, arg2, _ string) int {
 	return sqliteDeny
 }
 
-func setReadOnly(conn *sql.Conn) error {
+// setReadOnly turns the read-only authorizer on or off.
+func setReadOnly(conn *sql.Conn, on bool) error {
 	return conn.Raw(func(dc any) error {
 		c, ok := dc.(interface {
 			RegisterAuthorizer(func(int, string, string, string) int)
@@ -468,7 +566,11 @@ func setReadOnly(conn *sql.Conn) error {
 		if !ok {
 			return fmt.Errorf("restricting a database connection: the driver connection %T has no authorizer", dc)
 		}
-		c.RegisterAuthorizer(readOnlyAuthorizer)
+		if on {
+			c.RegisterAuthorizer(readOnlyAuthorizer)
+		} else {
+			c.RegisterAuthorizer(nil)
+		}
 		return nil
 	})
 }

@@ -2,6 +2,7 @@ package grade
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/ac3/ac3/pipeline/llm/parse"
@@ -143,6 +144,29 @@ func New(opts Options) *Grader {
 
 // Options returns the options in effect, defaults filled in.
 func (g *Grader) Options() Options { return g.opts }
+
+// Version changes whenever a grading rule changes in a way that can turn a
+// pass into a fail or back, so that grades made under other rules can be
+// told apart.
+const Version = "1"
+
+// Fingerprint names Version and every option that can change a grade, in
+// one line: a stage can key its units on it and a report can print it.
+// Time and memory limits are included because a slow answer can pass under
+// one and fail under another.
+func (g *Grader) Fingerprint() string {
+	o := g.opts
+	db := "generated"
+	if o.DBDir != "" {
+		db = "files:" + o.DBDir
+	}
+	exec := "off"
+	if o.AllowExec {
+		exec = fmt.Sprintf("on(%s,%dMiB,%s)", o.ExecTimeout, o.ExecMemory>>20, o.CodeTests)
+	}
+	return fmt.Sprintf("grade v%s db=%s fillings=%d seed=%d query-timeout=%s max-rows=%d keep-distinct=%t plug-values=%t code=%s",
+		Version, db, o.Fillings, o.Seed, o.QueryTimeout, o.MaxRows, o.KeepDistinct, !o.NoPlugValues, exec)
+}
 
 // Grade grades answer, the assistant's final message, against in.
 //

@@ -72,6 +72,7 @@ func TestPrepareQuery(t *testing.T) {
 		{"-- only a comment", "", "the query is empty"},
 		{"SELECT 1; SELECT 2", "", "the answer holds several SQL statements, not one query"},
 		{"UPDATE t SET a = 1", "", "the statement is not a query (it starts with UPDATE)"},
+		{"SELECT name FROM p WHERE YEAR ( CURDATE() ) - born > 30", "SELECT name FROM p WHERE 2020 - born > 30", ""},
 	}
 	for _, tt := range tests {
 		got, reason := prepareQuery(tt.in, false)

@@ -437,7 +437,7 @@ func (f *filler) fill(ctx context.Context, conn *sql.Conn, seed uint64, i int) e
 		if _, err := conn.ExecContext(ctx, "DELETE FROM "+quoteIdent(t.name)); err != nil {
 			return fmt.Errorf("emptying %s: %w", t.name, err)
 		}
-		n := 1 + rng.IntN(3+2*i)
+		n := 2 + rng.IntN(3+2*i)
 		if n > 16 {
 			n = 16
 		}

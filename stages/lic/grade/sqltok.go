@@ -233,6 +233,7 @@ func prepareQuery(s string, keepDistinct bool) (query string, reason string) {
 		return "", "the statement is not a query (it starts with " + strings.ToUpper(first.text) + ")"
 	}
 	toks = joinSplitOps(toks)
+	toks = replaceCurrentYear(toks)
 	if !keepDistinct {
 		kept := toks[:0:0]
 		for _, t := range toks {
@@ -258,6 +259,41 @@ func joinSplitOps(toks []sqlToken) []sqlToken {
 			continue
 		}
 		out = append(out, t)
+	}
+	return out
+}
+
+// replaceCurrentYear turns MySQL's YEAR(CURDATE()), which SQLite lacks
+// and a few Spider references use, into 2020, as LiC does.
+func replaceCurrentYear(toks []sqlToken) []sqlToken {
+	sig := func(i int) (int, bool) { // next significant token index
+		for ; i < len(toks); i++ {
+			if toks[i].kind != tkSpace && toks[i].kind != tkComment {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	var out []sqlToken
+	for i := 0; i < len(toks); i++ {
+		if isKeyword(toks[i], "year") {
+			want := []string{"(", "curdate", "(", ")", ")"}
+			j, ok := i+1, true
+			for _, w := range want {
+				k, found := sig(j)
+				if !found || !(toks[k].kind == tkOp && toks[k].text == w || isKeyword(toks[k], w)) {
+					ok = false
+					break
+				}
+				j = k + 1
+			}
+			if ok {
+				out = append(out, sqlToken{kind: tkNumber, text: "2020"})
+				i = j - 1
+				continue
+			}
+		}
+		out = append(out, toks[i])
 	}
 	return out
 }
