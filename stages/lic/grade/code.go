@@ -138,14 +138,19 @@ func (g *Grader) gradeCode(ctx context.Context, in *Instance, answer string) (Re
 		r.Expected = "function " + fn + " passes the instance's tests"
 	}
 	code, how := ExtractCode(answer)
-	if code == "" {
-		r.Status, r.Reason = Fail, "no Python function found in the answer"
-		return r, nil
-	}
 	r.Artifact, r.Extraction = code, how
 	if !g.opts.AllowExec {
+		// Every code answer is left ungraded, even one without code, so that
+		// an accuracy over graded answers is not made of failures only.
 		r.Status = NotGraded
 		r.Reason = "code execution is off; run with code execution allowed (AllowExec) to grade code answers"
+		if code == "" {
+			r.Reason += " (no Python function was found in this answer)"
+		}
+		return r, nil
+	}
+	if code == "" {
+		r.Status, r.Reason = Fail, "no Python function found in the answer"
 		return r, nil
 	}
 	iso, err := g.box.isolation(ctx)

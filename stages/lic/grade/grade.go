@@ -181,6 +181,9 @@ func (g *Grader) Fingerprint() string {
 // Grade blocks while database queries or the code sandbox run; cancelling
 // ctx stops them.
 func (g *Grader) Grade(ctx context.Context, in *Instance, answer string) (Result, error) {
+	if in == nil {
+		return Result{}, &InstanceError{Reason: "no instance"}
+	}
 	answer, _ = parse.SplitThink(answer)
 	switch in.Task {
 	case TaskMath:
