@@ -1,0 +1,2 @@
+def move_one_ball(arr):
+    return arr == sorted(arr)
