@@ -97,8 +97,8 @@ type onlineHead struct {
 }
 
 // OnlineMemory is one chain of the online regime; see the comment above.
-// Its conversations must be taken one at a time in ingest order (the
-// OnlineStage run with one worker); it refuses overlapping or out-of-order
+// Its conversations must be taken one at a time in ingest order (the engine
+// calls OnlineStage.Chain that way); it refuses overlapping or out-of-order
 // updates rather than make a result that depends on timing.
 type OnlineMemory struct {
 	an    *analyze.Analyzer
@@ -243,7 +243,7 @@ func (m *OnlineMemory) load(ctx context.Context) error {
 // is c's cache: the trajectory's analyses are left in it for the operators.
 func (m *OnlineMemory) Before(ctx context.Context, seq int64, c *conv.Conversation, tc *TokenCache) (Memory, error) {
 	if !m.mu.TryLock() {
-		return Memory{}, errors.New("online memory: conversations must be curated one at a time, in ingest order (run the stage with one worker)")
+		return Memory{}, errors.New("online memory: conversations must be learned from one at a time, in ingest order (run the stage through pipeline.Run, which calls OnlineStage.Chain that way)")
 	}
 	defer m.mu.Unlock()
 	if err := m.load(ctx); err != nil {
@@ -452,8 +452,9 @@ func UsesOnlineMemory(st Strategy) bool {
 // OnlineStage is the curate stage of a run with the online memory. A task
 // with an online operator among its pending variants first brings the
 // memory up to its conversation (OnlineMemory.Before), then curates as
-// Stage does. Run it with one worker: the engine hands out conversations in
-// ingest order, and one worker keeps them in that order.
+// Stage does. It is a pipeline.ChainStage: the engine brings the memory up
+// to one conversation at a time, in ingest order, and curates conversations
+// whose memory is ready concurrently with the chain moving on.
 type OnlineStage struct {
 	*Stage
 	mem *OnlineMemory
@@ -470,12 +471,25 @@ func (s *OnlineStage) Memory() *OnlineMemory { return s.mem }
 
 // Process implements pipeline.Stage.
 func (s *OnlineStage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
+	rest, err := s.Chain(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return rest(ctx)
+}
+
+// Chain implements pipeline.ChainStage. It learns from t's conversation
+// when the memory has not passed it yet (the step is stored before Chain
+// returns) and returns the curation of t with the memory as it stood before
+// the conversation. The returned function owns t's token cache; it may run
+// while Chain moves on to later conversations.
+func (s *OnlineStage) Chain(ctx context.Context, t pipeline.Task) (func(context.Context) ([]pipeline.Result, error), error) {
 	uses := slices.ContainsFunc(t.Variants, func(v pipeline.Variant) bool {
 		st, ok := s.byName[v.Name]
 		return ok && UsesOnlineMemory(st)
 	})
 	if !uses {
-		return s.Stage.Process(ctx, t)
+		return func(ctx context.Context) ([]pipeline.Result, error) { return s.Stage.Process(ctx, t) }, nil
 	}
 	tc := NewTokenCache(t.Conv, s.counter)
 	tc.SetRetry(t.Retry)
@@ -484,5 +498,5 @@ func (s *OnlineStage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.
 		return nil, fmt.Errorf("curating %s: %w", t.Conv.ID, err)
 	}
 	tc.remember(memoKey{kind: onlineMemoKind}, m)
-	return s.processWith(ctx, t, tc)
+	return func(ctx context.Context) ([]pipeline.Result, error) { return s.processWith(ctx, t, tc) }, nil
 }
