@@ -222,9 +222,11 @@ type unitStage struct {
 	ended  atomic.Int64 // units that returned
 }
 
-func (s *unitStage) Name() string                 { return "units" }
-func (s *unitStage) Variants() []pipeline.Variant { return []pipeline.Variant{{Name: "m", Version: "1"}} }
-func (s *unitStage) ModelWindow() int             { return s.window }
+func (s *unitStage) Name() string { return "units" }
+func (s *unitStage) Variants() []pipeline.Variant {
+	return []pipeline.Variant{{Name: "m", Version: "1"}}
+}
+func (s *unitStage) ModelWindow() int { return s.window }
 func (s *unitStage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
 	turns := t.Conv.Turns()
 	units := make([]pipeline.Unit, len(turns))
