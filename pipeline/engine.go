@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -304,10 +306,21 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, rs *runS
 	for i, v := range variants {
 		lv[i] = ledger.Variant(v)
 	}
+	_, chained := s.(ChainStage)
 	return l.EachPage(ctx, opts.PageSize, func(page []ledger.Stored, after, upto int64) error {
 		states, err := l.TaskStates(ctx, s.Name(), lv, after, upto)
 		if err != nil {
 			return err
+		}
+		if !chained {
+			// Longest conversations first within a page: a run then ends
+			// on short tasks, and the window drains in about one unit's
+			// time instead of one long conversation's. A chain must keep
+			// ingest order. Results are keyed, so the order shows nowhere.
+			page = slices.Clone(page)
+			slices.SortStableFunc(page, func(a, b ledger.Stored) int {
+				return cmp.Compare(len(b.Conv.Messages), len(a.Conv.Messages))
+			})
 		}
 		for _, sc := range page {
 			var pending []Variant
