@@ -13,6 +13,7 @@
 //     go test -run '^$' -bench ModelStages -benchtime 1x -timeout 40m ./pipeline/modelstages/
 //
 //     (-short skips the 3 s cells; each cell takes a little over a minute).
+//
 //   - Tests that a stop (Ctrl-C, the budget) with the model window open
 //     loses no paid answer and that the resumed run pays for nothing twice.
 package modelstages
