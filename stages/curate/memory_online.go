@@ -319,29 +319,48 @@ func (m *OnlineMemory) learn(ctx context.Context, c *conv.Conversation, before o
 	st := OnlineStep{Before: before.Hash, After: before.Hash, Words: wordCount(before.text)}
 	mem := given(before.text)
 	sel, _ := selectTurns(c, m.from)
+	// Every analysis of the trajectory sees the cheatsheet before c and none
+	// of the others, so they are asked at once: the chain is the one part
+	// of an online run that cannot spread across conversations, and this
+	// keeps its step to about two calls' time instead of two per turn. The
+	// results are read in turn order, so the step is the same as one made
+	// turn by turn; only when an analysis fails are the later turns' calls
+	// made for nothing (the operators would have stopped at the failure).
+	//
+	// The chain always asks with re-ask counter 0, so `ac3 retry`
+	// elsewhere in the stage cannot change what it learns; the operators
+	// share these analyses when they ask the same way.
+	type analysis struct {
+		a   analyze.Analysis
+		u   analyze.Usage
+		err error
+	}
+	got := make([]analysis, len(sel))
+	var wg sync.WaitGroup
+	for i, tr := range sel {
+		wg.Go(func() {
+			a, u, err := m.an.Analyze(ctx, c, tr.Index, mem.Cheatsheet, 0)
+			got[i] = analysis{a, u, err}
+		})
+	}
+	wg.Wait()
 	traj := make([]analyze.TurnAnalysis, 0, len(sel))
-	for _, tr := range sel {
-		var (
-			a   analyze.Analysis
-			u   analyze.Usage
-			err error
-		)
-		// The chain always asks with re-ask counter 0, so `ac3 retry`
-		// elsewhere in the stage cannot change what it learns; the
-		// operators share these analyses when they ask the same way.
+	for i, tr := range sel {
+		a, err := got[i].a, got[i].err
 		if tc.Retry() == 0 {
-			a, u, err = analysisOf(ctx, m.an, mem, c, tr.Index, tc)
-		} else {
-			a, u, err = m.an.Analyze(ctx, c, tr.Index, mem.Cheatsheet, 0)
+			err = rememberAnalysis(ctx, m.an, mem, tr.Index, tc, a, got[i].u, err)
 		}
-		st.Usage.Add(u)
 		if err != nil {
+			for _, g := range got[i:] {
+				st.Usage.Add(g.u) // the later turns were paid for too
+			}
 			if _, failed := analyze.Failure(err); failed {
 				st.Skipped = fmt.Sprintf("analysis of turn %d failed: %v", tr.Index, err)
 				return before.text, st, nil
 			}
 			return "", st, err
 		}
+		st.Usage.Add(got[i].u)
 		traj = append(traj, analyze.TurnAnalysis{Turn: tr.Index, Analysis: a})
 	}
 	st.Turns = len(traj)
