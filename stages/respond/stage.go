@@ -202,9 +202,10 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		err  error
 	}
 	answers := make([]answer, len(jobs))
-	// A budget stop, a fatal endpoint error or a cancellation comes back
-	// after the calls already in flight have finished and been cached; the
-	// task then stays pending.
+	// An error that is not the unit's own (a budget refusal, a fatal
+	// endpoint error) keeps the remaining calls from starting and comes
+	// back once the calls in flight have finished and been cached; the task
+	// then stays pending.
 	err = t.Each(ctx, len(jobs), s.opts.Parallel, func(ctx context.Context, k int) error {
 		j := jobs[k]
 		resp, err := s.ask(ctx, states[j.unit].info.respondent.Role, j, t.Retry)
