@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
-	"sync/atomic"
-
-	"github.com/sourcegraph/conc/pool"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
@@ -96,7 +93,9 @@ type Options struct {
 	// Settings describes the judge's model and parameters (cmd fills it);
 	// it is part of the unit version.
 	Settings string
-	Parallel int // calls one conversation has in flight; default 4
+	// Parallel bounds the calls one conversation has in flight; 0 leaves
+	// only the engine's model window and the endpoint's limits.
+	Parallel int
 	Retries  int // re-asks after a malformed verdict; default 2
 }
 
@@ -122,8 +121,8 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 	if opts.Role == "" {
 		opts.Role = DefaultRole
 	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 4
+	if opts.Parallel < 0 {
+		opts.Parallel = 0
 	}
 	if opts.Retries == 0 {
 		opts.Retries = 2
@@ -168,6 +167,10 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 
 // Name implements pipeline.Stage.
 func (s *Stage) Name() string { return StageName }
+
+// ModelWindow implements pipeline.ModelStage: the window of the judge's
+// endpoint.
+func (s *Stage) ModelWindow() int { return pipeline.DefaultWindow(s.client, s.opts.Role) }
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant { return s.variants }
@@ -287,30 +290,22 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		err  error
 	}
 	got := make([]answer, len(jobs))
-	var budget atomic.Pointer[error]
-	pl := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(s.opts.Parallel)
-	for k, j := range jobs {
-		pl.Go(func(ctx context.Context) error {
-			req := llm.Request{Role: s.opts.Role, Stage: StageName, Messages: j.msgs, CompletionEstimate: 300, Reroll: t.Retry * (s.opts.Retries + 1)}
-			v, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, parseVerdict(j.tagger))
-			if errors.Is(err, llm.ErrBudgetExceeded) {
-				// Not an error that cancels the siblings: calls already in
-				// flight are paid for, so let them finish and be cached.
-				budget.Store(&err)
-				return nil
-			}
-			if _, unit := llm.UnitFailure(err); err != nil && !unit {
-				return err
-			}
-			got[k] = answer{v, resp, err}
-			return nil
-		})
-	}
-	if err := pl.Wait(); err != nil {
+	// An error that is not the unit's own (a budget refusal, a fatal
+	// endpoint error) keeps the remaining calls from starting and comes
+	// back once the calls in flight have finished and been cached; the task
+	// then stays pending.
+	err = t.Each(ctx, len(jobs), s.opts.Parallel, func(ctx context.Context, k int) error {
+		j := jobs[k]
+		req := llm.Request{Role: s.opts.Role, Stage: StageName, Messages: j.msgs, CompletionEstimate: 300, Reroll: t.Retry * (s.opts.Retries + 1)}
+		v, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, parseVerdict(j.tagger))
+		if _, unit := llm.UnitFailure(err); err != nil && !unit {
+			return err
+		}
+		got[k] = answer{v, resp, err}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("judging %s: %w", t.Conv.ID, err)
-	}
-	if err := budget.Load(); err != nil {
-		return nil, fmt.Errorf("judging %s: %w", t.Conv.ID, *err)
 	}
 	for k, j := range jobs {
 		st, a := states[j.variant][j.unit], got[k]

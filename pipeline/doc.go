@@ -1,16 +1,37 @@
 // Package pipeline is the engine that runs a stage over every conversation of
-// a run: it plans the tasks that are not yet done, feeds them through a
-// bounded pool of workers, and commits finished tasks to the ledger in
-// batches. Backpressure is by bounded channels: a slow stage (a model endpoint
-// at its rate limit) slows the planner instead of filling memory.
+// a run: it plans the tasks that are not yet done, runs them, and commits
+// finished tasks to the ledger in batches. Backpressure is by bounded
+// channels: a slow stage (a model endpoint at its rate limit) slows the
+// planner instead of filling memory.
 //
-// Stopping is in two steps. Closing Options.Stop (the first Ctrl-C) stops
-// planning; in-flight tasks finish and are committed. Cancelling the context
-// (the second Ctrl-C) abandons in-flight tasks; they were never recorded, so
-// they are simply pending on the next run. Only committed work counts as done,
-// which is what makes kill -9 safe.
+// Two knobs bound the work open at once, and they limit different things.
+// Options.Workers is for CPU-bound stages: that many tasks run at once, one
+// per core by default. Options.Window is for model-backed stages (a
+// ModelStage): that many tasks are open and that many of their units may be
+// in flight, sent or queued at the llm client's limiter; the endpoint's own
+// concurrency, RPM and TPM limits, enforced by the client, decide what is
+// actually sent. The default window is derived from those limits
+// (DefaultWindow), so an endpoint that answers in seconds is kept busy
+// however few cores the machine has. A stage runs its units through
+// Task.Each, concurrently where the turns are independent (classify,
+// pollution, respond, judge) and one after another where each turn needs the
+// one before (constraints, the AC3 operators); a ChainStage (the online
+// memory) carries state across conversations in ingest order, one
+// conversation at a time, while the rest of the work fills the window.
+// Memory is bounded by the window or the workers, never by the run's size.
+//
+// Stopping is in two steps. Closing Options.Stop (the first Ctrl-C), or a
+// graceful stop such as the budget, stops planning and starting units;
+// units in flight finish (their answers are cached), tasks whose units all
+// ran are committed, and the others stay pending. Cancelling the context
+// (the second Ctrl-C) abandons in-flight tasks; they were never recorded,
+// so they are simply pending on the next run. A stage error or a panic (a
+// *PanicError carrying the stack) stops the run the same way and is
+// returned. Only committed work counts as done, which is what makes kill -9
+// safe. Results are keyed by stage, conversation, turn, variant and version,
+// so the order tasks finish in never shows in an export or a report.
 //
 // Subpackages hold the domain types (conv), the checkpoint store (ledger),
 // the model client (llm), the token counter (tokens) and the ingest and export
-// drivers.
+// drivers; modelstages holds the throughput benchmark of the model stages.
 package pipeline

@@ -1,32 +1,47 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"time"
-
-	"github.com/sourcegraph/conc"
 
 	"github.com/ac3/ac3/pipeline/ledger"
 )
 
 // Options tune a run of the engine.
 type Options struct {
-	// Workers bounds how many tasks run at once (default 2).
+	// Workers is how many tasks of a CPU-bound stage (curation by rules,
+	// heuristic annotators) run at once. One per core keeps the cores busy;
+	// more only adds memory. Default: GOMAXPROCS.
 	Workers int
+	// Window is, for a model-backed stage (a ModelStage whose ModelWindow
+	// is not 0), how many tasks are open at once and how many of their
+	// units may be in flight, sent or waiting at the endpoint's limiter
+	// (see Task.Each). It does not raise what the endpoint allows: the llm
+	// client's concurrency, RPM and TPM limits still decide what is sent,
+	// so the window only needs to be large enough that a request is
+	// always waiting when the endpoint can take one. It bounds memory (one
+	// conversation and its results per open task) and how much work a stop
+	// lets finish. Default: the stage's ModelWindow, which derives it from
+	// the endpoints' limits (DefaultWindow).
+	Window int
 	// BatchSize and BatchWait bound how many finished tasks wait for a
 	// commit and for how long (defaults 256 and 500ms).
 	BatchSize int
 	BatchWait time.Duration
 	// PageSize is how many conversations are planned per ledger read.
 	PageSize int
-	// Stop, when closed, stops planning new tasks; in-flight tasks finish.
+	// Stop, when closed, stops planning new tasks and starting new units;
+	// units in flight finish, and tasks whose units all ran are committed.
 	Stop <-chan struct{}
 	// Graceful reports whether a stage error means "stop taking new work"
 	// rather than "the run failed" (a spending cap reached): the task is
-	// left pending, in-flight tasks finish, and Run returns the error in
+	// left pending, in-flight units finish, and Run returns the error in
 	// Summary.StopReason instead of failing.
 	Graceful func(error) bool
 	// OnCommit is called after each commit with the tasks and units stored
@@ -36,7 +51,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Workers <= 0 {
-		o.Workers = 2
+		o.Workers = runtime.GOMAXPROCS(0)
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 256
@@ -47,6 +62,21 @@ func (o *Options) defaults() {
 	if o.PageSize <= 0 {
 		o.PageSize = 512
 	}
+}
+
+// OpenTasks reports how many tasks Run keeps open for s under o, and
+// whether that is the model window (true) or the CPU workers (false).
+func OpenTasks(s Stage, o Options) (n int, model bool) {
+	o.defaults()
+	if ms, ok := s.(ModelStage); ok {
+		if w := ms.ModelWindow(); w > 0 {
+			if o.Window > 0 {
+				w = o.Window
+			}
+			return w, true
+		}
+	}
+	return o.Workers, false
 }
 
 // Summary says what a run of the engine did.
@@ -81,8 +111,13 @@ func Pending(ctx context.Context, l *ledger.Ledger, s Stage) (pending, recorded 
 
 // Run runs every pending task of stage s over the conversations in l and
 // returns when all are committed, when Stop is closed and in-flight work is
-// committed, or when ctx is cancelled. An error returned by the stage stops
-// the run; work finished before it is still committed.
+// committed, or when ctx is cancelled. An error returned by the stage, or a
+// panic in it, stops the run: units in flight are abandoned and stay
+// pending, and work finished before it is still committed.
+//
+// A CPU-bound stage runs Options.Workers tasks at once; a model-backed one
+// (ModelStage) keeps Options.Window tasks open. A ChainStage's Chain is
+// called for one task at a time, in ingest order.
 func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary, error) {
 	opts.defaults()
 	var sum Summary
@@ -94,50 +129,123 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	if sum.Planned == 0 {
 		return sum, nil
 	}
+	width, model := OpenTasks(s, opts)
 
 	// work is cancelled by the caller's ctx or by a stage error; planning
 	// also stops on Stop.
 	work, cancelWork := context.WithCancelCause(ctx)
 	defer cancelWork(nil)
 
-	// A graceful stop closes halt; planning watches it beside opts.Stop.
+	// A graceful stop closes halt. stopping merges it with opts.Stop and a
+	// stage error: once it is closed nothing new starts, neither a task nor
+	// a unit.
 	halt := make(chan struct{})
 	var haltOnce sync.Once
 	var haltErr error
+	stopping := make(chan struct{})
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		defer close(stopping)
+		select {
+		case <-opts.Stop:
+		case <-halt:
+		case <-work.Done():
+		case <-finished:
+		}
+	}()
+	rs := &runState{stop: stopping, signals: []<-chan struct{}{opts.Stop, halt, work.Done()}}
+	if model {
+		rs.slots = make(chan struct{}, width)
+	}
 
-	tasks := make(chan Task, opts.Workers*2)
-	results := make(chan []ledger.TaskResult, opts.Workers*2)
+	var stageErrOnce sync.Once
+	var stageErr error
+	// fail records the error that stops the run. A panic is a bug and is
+	// always reported; any other error is, unless the run was already
+	// cancelled (then it is only the echo of the cancellation).
+	fail := func(err error) {
+		var pe *PanicError
+		if errors.As(err, &pe) || work.Err() == nil {
+			stageErrOnce.Do(func() { stageErr = err })
+			cancelWork(err)
+		}
+	}
+	graceful := func(err error) bool {
+		var pe *PanicError
+		if errors.As(err, &pe) || opts.Graceful == nil || !opts.Graceful(err) {
+			return false
+		}
+		haltOnce.Do(func() { haltErr = err; close(halt) })
+		return true
+	}
+	rs.graceful = func(err error) { graceful(err) }
+	// settle decides what a task's error means.
+	settle := func(err error) {
+		var pe *PanicError
+		switch {
+		case errors.As(err, &pe):
+			fail(err)
+		case errors.Is(err, ErrStopped):
+			// Stopped between units: the task stays pending.
+		case graceful(err):
+		default:
+			// Abandoned: nothing recorded, the task stays pending.
+			fail(err)
+		}
+	}
 
-	var wg conc.WaitGroup
+	// Memory is bounded by the window: width tasks queued, width running,
+	// width results waiting for a commit. jobs is unbuffered so a chain runs
+	// at most one task ahead of the workers.
+	tasks := make(chan Task, width)
+	jobs := make(chan job)
+	results := make(chan []ledger.TaskResult, width)
+
+	var wg sync.WaitGroup
 	var planErr error
 	wg.Go(func() {
 		defer close(tasks)
-		planErr = plan(work, l, s, opts, halt, tasks)
+		planErr = catch(func() error { return plan(work, l, s, opts, rs, halt, tasks) })
 	})
 
-	var workers conc.WaitGroup
-	var stageErrOnce sync.Once
-	var stageErr error
-	for range opts.Workers {
+	// Tasks become jobs: a ChainStage's through its chain, one at a time
+	// in ingest order; any other stage's directly.
+	wg.Go(func() {
+		defer close(jobs)
+		cs, chained := s.(ChainStage)
+		for t := range tasks {
+			if !chained {
+				jobs <- job{t: t}
+				continue
+			}
+			if rs.stopped() {
+				continue // drain: the chain does not move once the run stops
+			}
+			var rest func(context.Context) ([]Result, error)
+			err := catch(func() error {
+				var err error
+				rest, err = cs.Chain(work, t)
+				return err
+			})
+			if err != nil {
+				settle(fmt.Errorf("processing %s of conversation %s: %w", s.Name(), t.Conv.ID, err))
+				continue
+			}
+			jobs <- job{t: t, rest: rest}
+		}
+	})
+
+	var workers sync.WaitGroup
+	for range width {
 		workers.Go(func() {
-			for t := range tasks {
-				if work.Err() != nil {
-					continue // drain: nothing new starts once the run is cancelled
-				}
-				if closed(halt) || closed(opts.Stop) {
+			for j := range jobs {
+				if rs.stopped() {
 					continue // stopping: queued tasks that have not started stay pending
 				}
-				res, err := runTask(work, s, t)
-				if err != nil && opts.Graceful != nil && opts.Graceful(err) {
-					haltOnce.Do(func() { haltErr = err; close(halt) })
-					continue
-				}
+				res, err := runTask(work, s, j)
 				if err != nil {
-					if work.Err() == nil {
-						stageErrOnce.Do(func() { stageErr = err })
-						cancelWork(err)
-					}
-					// Abandoned: nothing recorded, the task stays pending.
+					settle(err)
 					continue
 				}
 				results <- res
@@ -163,12 +271,19 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	if commitErr != nil {
 		return sum, commitErr
 	}
-	if planErr != nil && !errors.Is(planErr, context.Canceled) && !errors.Is(planErr, errStopped) {
-		return sum, planErr
+	if planErr != nil && !errors.Is(planErr, context.Canceled) && !errors.Is(planErr, ErrStopped) {
+		return sum, fmt.Errorf("planning %s: %w", s.Name(), planErr)
 	}
 	sum.Stopped = sum.Done+sum.Failed < sum.Planned
 	sum.StopReason = haltErr
 	return sum, nil
+}
+
+// job is a task ready to run: rest is the part a ChainStage's Chain
+// returned, nil for a plain Process call.
+type job struct {
+	t    Task
+	rest func(context.Context) ([]Result, error)
 }
 
 // closed reports whether c is closed (a nil channel never is).
@@ -181,9 +296,7 @@ func closed(c <-chan struct{}) bool {
 	}
 }
 
-var errStopped = errors.New("stopped")
-
-func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, halt <-chan struct{}, out chan<- Task) error {
+func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, rs *runState, halt <-chan struct{}, out chan<- Task) error {
 	retry, err := l.RetryGeneration(ctx, s.Name())
 	if err != nil {
 		return err
@@ -193,10 +306,21 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, halt <-c
 	for i, v := range variants {
 		lv[i] = ledger.Variant(v)
 	}
+	_, chained := s.(ChainStage)
 	return l.EachPage(ctx, opts.PageSize, func(page []ledger.Stored, after, upto int64) error {
 		states, err := l.TaskStates(ctx, s.Name(), lv, after, upto)
 		if err != nil {
 			return err
+		}
+		if !chained {
+			// Longest conversations first within a page: a run then ends
+			// on short tasks, and the window drains in about one unit's
+			// time instead of one long conversation's. A chain must keep
+			// ingest order. Results are keyed, so the order shows nowhere.
+			page = slices.Clone(page)
+			slices.SortStableFunc(page, func(a, b ledger.Stored) int {
+				return cmp.Compare(len(b.Conv.Messages), len(a.Conv.Messages))
+			})
 		}
 		for _, sc := range page {
 			var pending []Variant
@@ -210,25 +334,37 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, halt <-c
 			}
 			// Checked before the send too: select picks at random among
 			// ready cases, and a stop must win over free buffer space.
-			if closed(opts.Stop) || closed(halt) {
-				return errStopped
+			if rs.stopped() {
+				return ErrStopped
 			}
 			select {
-			case out <- Task{Seq: sc.Seq, Conv: sc.Conv, Variants: pending, Retry: retry}:
+			case out <- Task{Seq: sc.Seq, Conv: sc.Conv, Variants: pending, Retry: retry, run: rs}:
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-opts.Stop:
-				return errStopped
+				return ErrStopped
 			case <-halt:
-				return errStopped
+				return ErrStopped
 			}
 		}
 		return nil
 	})
 }
 
-func runTask(ctx context.Context, s Stage, t Task) ([]ledger.TaskResult, error) {
-	results, err := s.Process(ctx, t)
+// runTask runs one job and checks that it answered for exactly the variants
+// asked. A panic in the stage comes back as a *PanicError.
+func runTask(ctx context.Context, s Stage, j job) ([]ledger.TaskResult, error) {
+	t := j.t
+	var results []Result
+	err := catch(func() error {
+		var err error
+		if j.rest != nil {
+			results, err = j.rest(ctx)
+		} else {
+			results, err = s.Process(ctx, t)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("processing %s of conversation %s: %w", s.Name(), t.Conv.ID, err)
 	}
@@ -307,7 +443,9 @@ func commitLoop(ctx context.Context, l *ledger.Ledger, opts Options, results <-c
 		}
 		sum.Units += int64(units)
 		if opts.OnCommit != nil {
-			opts.OnCommit(len(batch), units, failed, tokens)
+			if err := catch(func() error { opts.OnCommit(len(batch), units, failed, tokens); return nil }); err != nil {
+				return err
+			}
 		}
 		batch = batch[:0]
 		return nil

@@ -28,6 +28,10 @@ type Task struct {
 	// Reroll) by it, so a retried unit asks afresh instead of replaying the
 	// malformed answers the cache already holds.
 	Retry int
+
+	// run is the engine's state the task's units share (the model window
+	// and the stop signal); nil for a task built outside Run.
+	run *runState
 }
 
 // Result is what a stage produced for one variant of a task.
@@ -61,4 +65,34 @@ type Stage interface {
 	// error means the whole run must stop (a bad API key, a bug). Process
 	// must return promptly once ctx is cancelled.
 	Process(ctx context.Context, t Task) ([]Result, error)
+}
+
+// ModelStage is a Stage whose units wait on model endpoints rather than on
+// the CPU. Run keeps Options.Window of its tasks open, and lets as many of
+// its units be in flight (see Task.Each), instead of Options.Workers: one
+// conversation per core would leave an endpoint that answers in seconds
+// almost idle.
+type ModelStage interface {
+	Stage
+	// ModelWindow is the window that keeps the endpoints the stage calls
+	// busy, normally DefaultWindow of its client and roles. It is 0 when
+	// this configuration of the stage makes no model call (every variant is
+	// rule-based or deterministic); Run then treats it as CPU-bound.
+	ModelWindow() int
+}
+
+// ChainStage is a Stage with a step that carries state from one
+// conversation to the next in ingest order (a memory that learns as the run
+// goes). Run calls Chain for one task at a time, in ingest order, and runs
+// the work Chain returns concurrently with the Chain calls of later tasks,
+// so the chain stays deterministic while the rest of the work fills the
+// window.
+type ChainStage interface {
+	Stage
+	// Chain runs the part of task t that depends on the tasks before it and
+	// returns the rest, which depends on t alone. An error stops the run as
+	// a Process error does. Process must still do both parts in one call;
+	// Run calls Chain instead of Process, so a wrapper that changes what
+	// Process does must wrap Chain too.
+	Chain(ctx context.Context, t Task) (rest func(ctx context.Context) ([]Result, error), err error)
 }

@@ -183,6 +183,13 @@ func New(client *llm.Client, opts Options) (*Analyzer, error) {
 	return &Analyzer{client: client, opts: opts, p: p}, nil
 }
 
+// Client returns the client the analyzer calls (nil for one that only
+// reports versions).
+func (a *Analyzer) Client() *llm.Client { return a.client }
+
+// Role returns the model role of the analyzer's calls.
+func (a *Analyzer) Role() string { return a.opts.Role }
+
 // Ablation returns the analyzer's ablation (NoAblation normally).
 func (a *Analyzer) Ablation() Ablation { return a.opts.Ablation }
 

@@ -19,8 +19,10 @@ type Options struct {
 }
 
 // Stage is the classify stage: one unit per user turn t >= FromTurn, per
-// annotator variant. Units of the llm variant are model calls, one per turn,
-// made in turn order; conversations run in parallel under the engine.
+// annotator variant. Units of the llm variant are model calls, one per turn.
+// Each turn's prompt is built from the conversation alone, never from
+// another turn's label, so the turns of a conversation are asked
+// concurrently (Task.Each) within the engine's model window.
 type Stage struct {
 	heur *Heuristic
 	llm  *LLM
@@ -60,6 +62,15 @@ func (s *Stage) Variants() []pipeline.Variant {
 	return out
 }
 
+// ModelWindow implements pipeline.ModelStage: the window of the llm
+// annotator's endpoint, or 0 when only the heuristic runs.
+func (s *Stage) ModelWindow() int {
+	if s.llm == nil {
+		return 0
+	}
+	return pipeline.DefaultWindow(s.llm.Client, s.llm.Role)
+}
+
 // Turns returns the turns the stage labels in a conversation with n user
 // turns (for dry runs).
 func (s *Stage) Turns(n int) int { return max(0, n-s.from+1) }
@@ -70,24 +81,28 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 	out := make([]pipeline.Result, 0, len(t.Variants))
 	for _, v := range t.Variants {
 		var units []pipeline.Unit
-		for turn := s.from; turn <= n; turn++ {
-			switch {
-			case v.Name == "heuristic" && s.heur != nil:
+		switch {
+		case v.Name == "heuristic" && s.heur != nil:
+			for turn := s.from; turn <= n; turn++ {
 				lab, _ := s.heur.Label(t.Conv, turn)
 				b, err := lab.Encode()
 				if err != nil {
 					return nil, err
 				}
 				units = append(units, pipeline.Unit{Turn: turn, Output: b})
-			case v.Name == "llm" && s.llm != nil:
-				u, err := s.llm.unit(ctx, t.Conv, turn, t.Retry)
-				if err != nil {
-					return nil, err
-				}
-				units = append(units, u)
-			default:
-				return nil, fmt.Errorf("classifying %s: no annotator %q", t.Conv.ID, v.Name)
 			}
+		case v.Name == "llm" && s.llm != nil:
+			units = make([]pipeline.Unit, max(0, n-s.from+1))
+			err := t.Each(ctx, len(units), 0, func(ctx context.Context, i int) error {
+				u, err := s.llm.unit(ctx, t.Conv, s.from+i, t.Retry)
+				units[i] = u
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("classifying %s: no annotator %q", t.Conv.ID, v.Name)
 		}
 		out = append(out, pipeline.Result{Variant: v, Units: units})
 	}

@@ -51,35 +51,54 @@ func (s *Stage) Variants() []pipeline.Variant {
 	return out
 }
 
+// ModelWindow implements pipeline.ModelStage: the window of the llm
+// extractor's endpoint, or 0 when only the heuristic runs. Each conversation
+// has one call in flight at a time (see Process), so the window is filled
+// by conversations.
+func (s *Stage) ModelWindow() int {
+	if s.llm == nil {
+		return 0
+	}
+	return pipeline.DefaultWindow(s.llm.Client, s.llm.Role)
+}
+
 // Process implements pipeline.Stage. Turns are read strictly in order
-// because each one's input holds the registry the earlier ones built.
+// because each one's input holds the registry the earlier ones built; the
+// llm variant's turns go through Task.Each one at a time, so a stop between
+// two of them leaves the conversation pending instead of paying for the
+// rest.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
 	n := t.Conv.UserTurns()
 	out := make([]pipeline.Result, 0, len(t.Variants))
 	for _, v := range t.Variants {
 		var units []pipeline.Unit
 		var reg []Constraint
-		for turn := 1; turn <= n; turn++ {
-			in := InputAt(t.Conv, turn, reg)
-			switch {
-			case v.Name == "heuristic" && s.heur != nil:
+		switch {
+		case v.Name == "heuristic" && s.heur != nil:
+			for turn := 1; turn <= n; turn++ {
 				var added []Constraint
-				added, reg = s.heur.Extract(in)
+				added, reg = s.heur.Extract(InputAt(t.Conv, turn, reg))
 				b, err := Record{New: added, Registry: reg, Annotator: "heuristic"}.Encode()
 				if err != nil {
 					return nil, err
 				}
 				units = append(units, pipeline.Unit{Turn: turn, Output: b})
-			case v.Name == "llm" && s.llm != nil:
-				u, next, err := s.llm.extract(ctx, in, t.Retry)
-				if err != nil {
-					return nil, err
-				}
-				reg = next
-				units = append(units, u)
-			default:
-				return nil, fmt.Errorf("reading constraints of %s: no annotator %q", t.Conv.ID, v.Name)
 			}
+		case v.Name == "llm" && s.llm != nil:
+			units = make([]pipeline.Unit, n)
+			err := t.Each(ctx, n, 1, func(ctx context.Context, i int) error {
+				u, next, err := s.llm.extract(ctx, InputAt(t.Conv, i+1, reg), t.Retry)
+				if err != nil {
+					return err
+				}
+				units[i], reg = u, next
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("reading constraints of %s: no annotator %q", t.Conv.ID, v.Name)
 		}
 		out = append(out, pipeline.Result{Variant: v, Units: units})
 	}

@@ -97,8 +97,8 @@ type onlineHead struct {
 }
 
 // OnlineMemory is one chain of the online regime; see the comment above.
-// Its conversations must be taken one at a time in ingest order (the
-// OnlineStage run with one worker); it refuses overlapping or out-of-order
+// Its conversations must be taken one at a time in ingest order (the engine
+// calls OnlineStage.Chain that way); it refuses overlapping or out-of-order
 // updates rather than make a result that depends on timing.
 type OnlineMemory struct {
 	an    *analyze.Analyzer
@@ -243,7 +243,7 @@ func (m *OnlineMemory) load(ctx context.Context) error {
 // is c's cache: the trajectory's analyses are left in it for the operators.
 func (m *OnlineMemory) Before(ctx context.Context, seq int64, c *conv.Conversation, tc *TokenCache) (Memory, error) {
 	if !m.mu.TryLock() {
-		return Memory{}, errors.New("online memory: conversations must be curated one at a time, in ingest order (run the stage with one worker)")
+		return Memory{}, errors.New("online memory: conversations must be learned from one at a time, in ingest order (run the stage through pipeline.Run, which calls OnlineStage.Chain that way)")
 	}
 	defer m.mu.Unlock()
 	if err := m.load(ctx); err != nil {
@@ -319,29 +319,48 @@ func (m *OnlineMemory) learn(ctx context.Context, c *conv.Conversation, before o
 	st := OnlineStep{Before: before.Hash, After: before.Hash, Words: wordCount(before.text)}
 	mem := given(before.text)
 	sel, _ := selectTurns(c, m.from)
+	// Every analysis of the trajectory sees the cheatsheet before c and none
+	// of the others, so they are asked at once: the chain is the one part
+	// of an online run that cannot spread across conversations, and this
+	// keeps its step to about two calls' time instead of two per turn. The
+	// results are read in turn order, so the step is the same as one made
+	// turn by turn; only when an analysis fails are the later turns' calls
+	// made for nothing (the operators would have stopped at the failure).
+	//
+	// The chain always asks with re-ask counter 0, so `ac3 retry`
+	// elsewhere in the stage cannot change what it learns; the operators
+	// share these analyses when they ask the same way.
+	type analysis struct {
+		a   analyze.Analysis
+		u   analyze.Usage
+		err error
+	}
+	got := make([]analysis, len(sel))
+	var wg sync.WaitGroup
+	for i, tr := range sel {
+		wg.Go(func() {
+			a, u, err := m.an.Analyze(ctx, c, tr.Index, mem.Cheatsheet, 0)
+			got[i] = analysis{a, u, err}
+		})
+	}
+	wg.Wait()
 	traj := make([]analyze.TurnAnalysis, 0, len(sel))
-	for _, tr := range sel {
-		var (
-			a   analyze.Analysis
-			u   analyze.Usage
-			err error
-		)
-		// The chain always asks with re-ask counter 0, so `ac3 retry`
-		// elsewhere in the stage cannot change what it learns; the
-		// operators share these analyses when they ask the same way.
+	for i, tr := range sel {
+		a, err := got[i].a, got[i].err
 		if tc.Retry() == 0 {
-			a, u, err = analysisOf(ctx, m.an, mem, c, tr.Index, tc)
-		} else {
-			a, u, err = m.an.Analyze(ctx, c, tr.Index, mem.Cheatsheet, 0)
+			err = rememberAnalysis(ctx, m.an, mem, tr.Index, tc, a, got[i].u, err)
 		}
-		st.Usage.Add(u)
 		if err != nil {
+			for _, g := range got[i:] {
+				st.Usage.Add(g.u) // the later turns were paid for too
+			}
 			if _, failed := analyze.Failure(err); failed {
 				st.Skipped = fmt.Sprintf("analysis of turn %d failed: %v", tr.Index, err)
 				return before.text, st, nil
 			}
 			return "", st, err
 		}
+		st.Usage.Add(got[i].u)
 		traj = append(traj, analyze.TurnAnalysis{Turn: tr.Index, Analysis: a})
 	}
 	st.Turns = len(traj)
@@ -452,8 +471,9 @@ func UsesOnlineMemory(st Strategy) bool {
 // OnlineStage is the curate stage of a run with the online memory. A task
 // with an online operator among its pending variants first brings the
 // memory up to its conversation (OnlineMemory.Before), then curates as
-// Stage does. Run it with one worker: the engine hands out conversations in
-// ingest order, and one worker keeps them in that order.
+// Stage does. It is a pipeline.ChainStage: the engine brings the memory up
+// to one conversation at a time, in ingest order, and curates conversations
+// whose memory is ready concurrently with the chain moving on.
 type OnlineStage struct {
 	*Stage
 	mem *OnlineMemory
@@ -470,12 +490,25 @@ func (s *OnlineStage) Memory() *OnlineMemory { return s.mem }
 
 // Process implements pipeline.Stage.
 func (s *OnlineStage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
+	rest, err := s.Chain(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return rest(ctx)
+}
+
+// Chain implements pipeline.ChainStage. It learns from t's conversation
+// when the memory has not passed it yet (the step is stored before Chain
+// returns) and returns the curation of t with the memory as it stood before
+// the conversation. The returned function owns t's token cache; it may run
+// while Chain moves on to later conversations.
+func (s *OnlineStage) Chain(ctx context.Context, t pipeline.Task) (func(context.Context) ([]pipeline.Result, error), error) {
 	uses := slices.ContainsFunc(t.Variants, func(v pipeline.Variant) bool {
 		st, ok := s.byName[v.Name]
 		return ok && UsesOnlineMemory(st)
 	})
 	if !uses {
-		return s.Stage.Process(ctx, t)
+		return func(ctx context.Context) ([]pipeline.Result, error) { return s.Stage.Process(ctx, t) }, nil
 	}
 	tc := NewTokenCache(t.Conv, s.counter)
 	tc.SetRetry(t.Retry)
@@ -484,5 +517,5 @@ func (s *OnlineStage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.
 		return nil, fmt.Errorf("curating %s: %w", t.Conv.ID, err)
 	}
 	tc.remember(memoKey{kind: onlineMemoKind}, m)
-	return s.processWith(ctx, t, tc)
+	return func(ctx context.Context) ([]pipeline.Result, error) { return s.processWith(ctx, t, tc) }, nil
 }

@@ -123,11 +123,33 @@ type crashAfter struct {
 var errCrash = errors.New("simulated crash")
 
 func (s crashAfter) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
-	res, err := s.OnlineStage.Process(ctx, t)
-	if err == nil && t.Seq == s.seq {
-		return nil, errCrash
+	rest, err := s.Chain(ctx, t)
+	if err != nil {
+		return nil, err
 	}
-	return res, err
+	return rest(ctx)
+}
+
+// Chain is where the engine enters the stage (it is a ChainStage), so the
+// crash goes there. The engine may move the chain on while a conversation
+// is curated; the chain is held at seq so that, as in a process killed at
+// that moment, no later step has started.
+func (s crashAfter) Chain(ctx context.Context, t pipeline.Task) (func(context.Context) ([]pipeline.Result, error), error) {
+	if t.Seq > s.seq {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	rest, err := s.OnlineStage.Chain(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) ([]pipeline.Result, error) {
+		res, err := rest(ctx)
+		if err == nil && t.Seq == s.seq {
+			return nil, errCrash
+		}
+		return res, err
+	}, nil
 }
 
 func runStage(t *testing.T, l *ledger.Ledger, st pipeline.Stage) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/stages/analyze"
 )
 
 // StageName is the curate stage's name in unit keys, status and exports.
@@ -48,6 +49,37 @@ func (s *Stage) Variants() []pipeline.Variant {
 		out[i] = pipeline.Variant{Name: st.Name(), Version: fmt.Sprintf("%s;enc=%s;from=%d", st.Version(), s.counter.Encoding(), s.from)}
 	}
 	return out
+}
+
+// ModelWindow implements pipeline.ModelStage: the window of the analyzer's
+// endpoint when a strategy calls a model (sum and the AC3 operators), 0
+// when every strategy is deterministic. A model-backed strategy's turns
+// follow one another (a reset changes the contexts after it, and the cap
+// counts resets), so the window is filled by conversations.
+func (s *Stage) ModelWindow() int {
+	n := 0
+	for _, st := range s.order {
+		if an := analyzerOf(st); an != nil {
+			n = max(n, pipeline.DefaultWindow(an.Client(), an.Role()))
+		}
+	}
+	return n
+}
+
+// analyzerOf returns the analyzer a strategy calls, nil for one that calls
+// no model.
+func analyzerOf(st Strategy) *analyze.Analyzer {
+	switch v := st.(type) {
+	case *constraintsOverlay:
+		return analyzerOf(v.inner)
+	case *Operator:
+		return v.an
+	case *onlineOperator:
+		return v.an
+	case *Summarized:
+		return v.an
+	}
+	return nil
 }
 
 // Process implements pipeline.Stage.

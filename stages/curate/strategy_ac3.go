@@ -123,21 +123,32 @@ type analysisResult struct {
 // analysis returns the analysis of turn t, running it once per conversation
 // for every operator with the same analyzer and memory.
 func analysisOf(ctx context.Context, an *analyze.Analyzer, m Memory, c *conv.Conversation, t int, tc *TokenCache) (analyze.Analysis, analyze.Usage, error) {
-	k := memoKey{kind: "analysis", version: an.Version() + "|" + m.Hash, n: t}
-	if v, ok := tc.recall(k); ok {
+	if v, ok := tc.recall(analysisKey(an, m, t)); ok {
 		r := v.(analysisResult)
 		return r.a, r.use, r.err
 	}
 	a, use, err := an.Analyze(ctx, c, t, m.Cheatsheet, tc.Retry())
+	return a, use, rememberAnalysis(ctx, an, m, t, tc, a, use, err)
+}
+
+func analysisKey(an *analyze.Analyzer, m Memory, t int) memoKey {
+	return memoKey{kind: "analysis", version: an.Version() + "|" + m.Hash, n: t}
+}
+
+// rememberAnalysis keeps in tc the analysis of turn t that an made with
+// memory m (and tc's re-ask counter), so the operators reuse it, and returns
+// its error as the operators see it: a unit failure as a *TurnError. An
+// analysis cut short by ctx is not kept.
+func rememberAnalysis(ctx context.Context, an *analyze.Analyzer, m Memory, t int, tc *TokenCache, a analyze.Analysis, use analyze.Usage, err error) error {
 	if err != nil {
 		if raw, ok := analyze.Failure(err); ok {
 			err = &TurnError{Turn: t, Raw: raw, Err: err}
 		}
 	}
 	if ctx.Err() == nil {
-		tc.remember(k, analysisResult{a, use, err})
+		tc.remember(analysisKey(an, m, t), analysisResult{a, use, err})
 	}
-	return a, use, err
+	return err
 }
 
 // Contexts builds the operator's context for each turn t >= from. It

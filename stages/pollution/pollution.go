@@ -238,21 +238,30 @@ func Turns(c *conv.Conversation) []int {
 	return out
 }
 
-// Process implements pipeline.Stage.
+// ModelWindow implements pipeline.ModelStage: the window of the
+// annotator's endpoint.
+func (s *Stage) ModelWindow() int { return pipeline.DefaultWindow(s.llm.Client, s.llm.Role) }
+
+// Process implements pipeline.Stage. Each reply is reviewed against the
+// conversation alone, never against another reply's label, so the replies of
+// a conversation are reviewed concurrently (Task.Each) within the engine's
+// model window.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
 	out := make([]pipeline.Result, 0, len(t.Variants))
 	for _, v := range t.Variants {
 		if v.Name != "llm" {
 			return nil, fmt.Errorf("reviewing %s: no annotator %q", t.Conv.ID, v.Name)
 		}
-		var units []pipeline.Unit
-		for _, turn := range Turns(t.Conv) {
-			in, _ := DatasetInput(t.Conv, turn)
+		turns := Turns(t.Conv)
+		units := make([]pipeline.Unit, len(turns))
+		err := t.Each(ctx, len(turns), 0, func(ctx context.Context, i int) error {
+			in, _ := DatasetInput(t.Conv, turns[i])
 			u, err := s.llm.annotate(ctx, in, t.Retry)
-			if err != nil {
-				return nil, err
-			}
-			units = append(units, u)
+			units[i] = u
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, pipeline.Result{Variant: v, Units: units})
 	}

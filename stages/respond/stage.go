@@ -1,14 +1,12 @@
 package respond
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
-
-	"github.com/sourcegraph/conc/pool"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
@@ -51,8 +49,9 @@ type Options struct {
 	CurateVersions map[string]string
 	Respondents    []Respondent // default: one, DefaultRole, no label
 	Samples        int          // answers per context; default 1
-	// Parallel bounds the calls one conversation has in flight; the
-	// endpoint's own limits still apply on top. Default 4.
+	// Parallel bounds the calls one conversation has in flight. 0 leaves
+	// only the engine's model window (pipeline.Options.Window) and the
+	// endpoint's own limits, which apply on top of it either way.
 	Parallel int
 	// Retries is how many times an empty answer is asked again; default 2.
 	Retries int
@@ -87,8 +86,8 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 	if opts.Samples <= 0 {
 		opts.Samples = 1
 	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 4
+	if opts.Parallel < 0 {
+		opts.Parallel = 0
 	}
 	if opts.Retries < 0 {
 		opts.Retries = 0
@@ -127,6 +126,16 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 
 // Name implements pipeline.Stage.
 func (s *Stage) Name() string { return StageName }
+
+// ModelWindow implements pipeline.ModelStage: the window of the
+// respondents' endpoints.
+func (s *Stage) ModelWindow() int {
+	roles := make([]string, 0, len(s.opts.Respondents))
+	for _, r := range s.opts.Respondents {
+		roles = append(roles, cmp.Or(r.Role, DefaultRole))
+	}
+	return pipeline.DefaultWindow(s.client, roles...)
+}
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant { return s.variants }
@@ -193,29 +202,21 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		err  error
 	}
 	answers := make([]answer, len(jobs))
-	var budget atomic.Pointer[error]
-	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(s.opts.Parallel)
-	for k, j := range jobs {
-		p.Go(func(ctx context.Context) error {
-			st := states[j.unit]
-			resp, err := s.ask(ctx, st.info.respondent.Role, j, t.Retry)
-			if errors.Is(err, llm.ErrBudgetExceeded) {
-				// Let calls already in flight finish and be cached.
-				budget.Store(&err)
-				return nil
-			}
-			if _, unit := llm.UnitFailure(err); err != nil && !unit {
-				return err
-			}
-			answers[k] = answer{resp, err}
-			return nil
-		})
-	}
-	if err := p.Wait(); err != nil {
+	// An error that is not the unit's own (a budget refusal, a fatal
+	// endpoint error) keeps the remaining calls from starting and comes
+	// back once the calls in flight have finished and been cached; the task
+	// then stays pending.
+	err = t.Each(ctx, len(jobs), s.opts.Parallel, func(ctx context.Context, k int) error {
+		j := jobs[k]
+		resp, err := s.ask(ctx, states[j.unit].info.respondent.Role, j, t.Retry)
+		if _, unit := llm.UnitFailure(err); err != nil && !unit {
+			return err
+		}
+		answers[k] = answer{resp, err}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("answering %s: %w", t.Conv.ID, err)
-	}
-	if err := budget.Load(); err != nil {
-		return nil, fmt.Errorf("answering %s: %w", t.Conv.ID, *err)
 	}
 	for k, j := range jobs {
 		st, a := states[j.unit], answers[k]
