@@ -4,7 +4,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/tokens"
@@ -145,23 +144,35 @@ func BenchmarkCount(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 }
 
-func TestCountLongRunsStayFast(t *testing.T) {
+// longRuns are inputs whose long same-kind runs make plain BPE quadratic;
+// Count cuts them (see cuts_test.go for where), so they stay cheap. Their
+// speed is measured by BenchmarkCountLongRuns, not asserted here: a timed
+// assertion fails on a loaded machine.
+var longRuns = map[string]string{
+	"spaces":   strings.Repeat(" ", 100_000) + "x",
+	"letters":  strings.Repeat("a", 50_000),
+	"mixed ws": strings.Repeat("\n \t", 30_000),
+	"symbols":  strings.Repeat("=", 50_000),
+}
+
+func TestCountLongRuns(t *testing.T) {
 	c := mustCounter(t, "")
-	cases := map[string]string{
-		"spaces":   strings.Repeat(" ", 100_000) + "x",
-		"letters":  strings.Repeat("a", 50_000),
-		"mixed ws": strings.Repeat("\n \t", 30_000),
-		"symbols":  strings.Repeat("=", 50_000),
-	}
-	for name, s := range cases {
+	for name, s := range longRuns {
 		t.Run(name, func(t *testing.T) {
-			start := time.Now()
-			n := c.Count(s)
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("Count took %v", d)
-			}
-			if n <= 0 || n > len(s) {
+			if n := c.Count(s); n <= 0 || n > len(s) {
 				t.Errorf("Count = %d for %d bytes", n, len(s))
+			}
+		})
+	}
+}
+
+func BenchmarkCountLongRuns(b *testing.B) {
+	c := mustCounter(b, "")
+	for name, s := range longRuns {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				c.Count(s)
 			}
 		})
 	}
