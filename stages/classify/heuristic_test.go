@@ -152,4 +152,3 @@ func FuzzHeuristic(f *testing.F) {
 		checkLabel(t, l)
 	})
 }
-
