@@ -1,6 +1,7 @@
 package classify_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/conv"
@@ -151,4 +152,28 @@ func FuzzHeuristic(f *testing.F) {
 		}
 		checkLabel(t, l)
 	})
+}
+
+// BenchmarkHeuristic labels every turn of the real labelled set once per
+// iteration; ns/op divided by 131 is the cost of one turn.
+func BenchmarkHeuristic(b *testing.B) {
+	f, err := os.Open("../../fixtures/labelled/classify-wildchat.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ex, err := classify.ReadConversationSet(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := classify.NewHeuristic()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, e := range ex {
+			if _, ok := h.Label(e.Conversation(), e.Turn); !ok {
+				b.Fatal("no turn")
+			}
+		}
+	}
 }
