@@ -58,7 +58,8 @@ type cues struct {
 	edit *regexp.Regexp
 	// editFirst is an editing verb opening a short message ("change X").
 	editFirst *regexp.Regexp
-	// objectIt finds "it" or "them" with the word before it, for objectIt.
+	// objectIt finds "it" or "them" with the word before it; the function
+	// objectIt decides from that word whether the pronoun is an object.
 	objectIt *regexp.Regexp
 	// pronounObject is "it", "that", ... as the object of a verb or
 	// preposition, which in a short message points at an earlier turn.
@@ -171,9 +172,12 @@ func (h *Heuristic) LabelText(text string, t int) Label { return h.label(text, "
 //  2. A message that is tool output sent back in an agent loop (JSON, a
 //     list, "System: ...") continues the assistant's command: no_feedback.
 //  3. Enough feedback cues in the user's own words (pasted text and code do
-//     not count) make feedback.
+//     not count) make feedback. Cues that only state an instruction ("do
+//     not use", "instead") in a message that brings its own material or is
+//     a long request make it Unknown instead: it may be a new request with
+//     constraints.
 //  4. Otherwise, enough cues of leaning on an earlier turn make
-//     no_feedback; so does a short reply to an assistant message that asked
+//     no_feedback (Unknown if a weak feedback cue comes with them); so does a short reply to an assistant message that asked
 //     the user something, a message that only thanks or praises, and a
 //     "this text" that has no text with it.
 //  5. Otherwise, a message that brings its own material (pasted text or
