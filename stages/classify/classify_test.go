@@ -1,12 +1,10 @@
 package classify_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/ac3/ac3/pipeline"
-	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 	"github.com/ac3/ac3/pipeline/prompt/prompttest"
@@ -184,61 +182,6 @@ func mustVersion(t *testing.T, srv *llmtest.Server) string {
 		t.Fatal(err)
 	}
 	return st.Variants()[0].Version
-}
-
-func TestHeuristic(t *testing.T) {
-	h := classify.NewHeuristic()
-	tests := []struct {
-		name, text, want string
-	}{
-		{"error report", "It still doesn't work, I get a KeyError on line 3.", classify.Feedback},
-		{"do it another way", "Use a for loop instead of recursion.", classify.Feedback},
-		{"restated instruction", "No, I said three paragraphs, not five.", classify.Feedback},
-		{"too long", "Too long and too formal. Keep it to two lines.", classify.Feedback},
-		{"continue", "continue", classify.NoFeedback},
-		{"follow-up on the answer", "Can you give an example for the second one?", classify.NoFeedback},
-		{"adds information", "By the way, my budget is 500 euros.", classify.NoFeedback},
-		{"thanks", "thanks!", classify.NoFeedback},
-		{"new request", "Write a bash script that counts lines in every .go file in a folder.", classify.NewAsk},
-		{"new question", "What is the difference between TCP and UDP?", classify.NewAsk},
-		{"new request with a relative pronoun", "Write a function in Go that parses a duration string and returns seconds.", classify.NewAsk},
-		{"a pasted log does not count as prose", "Summarise the key ideas of stoicism.\n```\nerror: this is not the user's words\n```", classify.NewAsk},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			l := h.LabelText(tc.text, 2)
-			if l.Type != tc.want {
-				t.Errorf("LabelText(%q) = %s (%s), want %s", tc.text, l.Type, l.Reason, tc.want)
-			}
-			if l.Annotator != "heuristic" || (l.Type == classify.NewAsk) != (len(l.Refs) == 0) {
-				t.Errorf("label = %+v", l)
-			}
-		})
-	}
-}
-
-// TestHeuristicOnLabelledSet guards the measured quality of the rules on the
-// held-out split against silent regressions (the numbers in the closing
-// note); it is not a target to tune to.
-func TestHeuristicOnLabelledSet(t *testing.T) {
-	f, err := os.Open("../../fixtures/labelled/classify.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ex, err := classify.ReadExamples(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := classify.NewHeuristic()
-	label := func(c *conv.Conversation, t int) classify.Label { l, _ := h.Label(c, t); return l }
-	dev, test := classify.Evaluate(ex, classify.Dev, label), classify.Evaluate(ex, classify.Test, label)
-	if dev.N+test.N != len(ex) || test.N < 20 || dev.N < 30 {
-		t.Fatalf("splits: dev %d, test %d of %d", dev.N, test.N, len(ex))
-	}
-	if test.Accuracy < 0.7 {
-		t.Errorf("held-out accuracy %.2f fell below 0.70", test.Accuracy)
-	}
 }
 
 func TestDecodeRejectsUnknownTypes(t *testing.T) {

@@ -21,8 +21,16 @@
 // lexical cues that needs no model. Label.Annotator says which one wrote a
 // label ("llm:<model>" or "heuristic").
 //
+// The heuristic abstains: where its rules do not clearly apply (a message
+// in another language, cues missing or pointing two ways) it stores the
+// type Unknown, which is not a turn type. Its measured quality on held-out
+// real WildChat turns (coverage, accuracy where it answers, macro-F1, the
+// majority-class baseline) is HeuristicQuality, data checked by a test
+// against fixtures/labelled, for reports to print beside its shares.
+//
 // Also here: Decode and Fields for exports, Summarize for reports, and the
-// labelled-set evaluation (Examples, Evaluate) behind `ac3 eval-heuristics`.
+// labelled-set evaluation (ReadExamples, ReadConversationSet, Evaluate,
+// MeasureQuality) behind `ac3 eval-heuristics`.
 // What is not here: the CLI (cmd/ac3/annotate.go) and storage (the engine
 // stores the units Stage returns).
 package classify

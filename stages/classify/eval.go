@@ -18,6 +18,7 @@ const (
 
 // Example is one labelled user turn: the conversation up to and including
 // the turn (assistant turns included), the turn number and the gold label.
+// Gold types are the three turn types, never Unknown.
 type Example struct {
 	ID       string         `json:"id"`
 	Split    string         `json:"split"`
@@ -26,6 +27,9 @@ type Example struct {
 	Type     string         `json:"type"`
 	Refs     []string       `json:"refs"`
 	Note     string         `json:"note,omitempty"`
+	// Lang is the language of the user turn (ISO 639-1, e.g. "en"); empty
+	// in sets that are English only.
+	Lang string `json:"lang,omitempty"`
 }
 
 // Conversation returns the example as a conversation.
@@ -78,29 +82,54 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// Scores are an annotator's results on one split.
+// Scores are an annotator's results on one split. An annotator may abstain
+// (answer Unknown): abstentions count in N but not in Labelled, and the
+// accuracy, the class scores and macro-F1 are over the labelled turns only,
+// so an abstention is neither right nor wrong; Coverage says how often the
+// annotator answered at all.
 type Scores struct {
 	Split    string
-	N        int
-	Accuracy float64
-	Classes  []ClassScore // in Types() order
-	MacroF1  float64
-	// RefsExact counts examples whose refs match the gold refs exactly.
+	N        int          // examples of the split
+	Labelled int          // examples the annotator gave a type (not Unknown)
+	Coverage float64      // Labelled / N
+	Accuracy float64      // right types / Labelled
+	Classes  []ClassScore // in Types() order, over the labelled examples
+	// MacroF1 is the mean F1 of the three classes over the labelled
+	// examples; a class whose F1 is undefined (never predicted and never
+	// gold among them) counts as 0.
+	MacroF1 float64
+	// MajorityRate is the share of the split's most common gold type: the
+	// accuracy of always answering it. MajorityRateLabelled is the same on
+	// the labelled examples only, the fair baseline for Accuracy when the
+	// annotator abstains on a skewed subset.
+	MajorityRate         float64
+	MajorityRateLabelled float64
+	// RefsExact counts labelled examples whose refs match the gold refs
+	// exactly.
 	RefsExact int
 	Misses    []string // ids of wrongly typed examples, for inspection
+	Abstained []string // ids of examples labelled Unknown
 }
 
 // Evaluate labels every example of split with label and scores the types.
 func Evaluate(examples []Example, split string, label func(c *conv.Conversation, t int) Label) Scores {
 	s := Scores{Split: split}
 	tp, fp, fn := map[string]int{}, map[string]int{}, map[string]int{}
+	gold, goldLabelled := map[string]int{}, map[string]int{}
 	correct := 0
 	for _, e := range examples {
 		if e.Split != split {
 			continue
 		}
 		s.N++
+		gold[e.Type]++
 		got := label(e.Conversation(), e.Turn)
+		if got.Type == Unknown {
+			s.Abstained = append(s.Abstained, e.ID)
+			continue
+		}
+		s.Labelled++
+		goldLabelled[e.Type]++
 		if got.Type == e.Type {
 			correct++
 			tp[e.Type]++
@@ -113,7 +142,10 @@ func Evaluate(examples []Example, split string, label func(c *conv.Conversation,
 			s.RefsExact++
 		}
 	}
-	s.Accuracy = ratio(correct, s.N)
+	s.Coverage = ratio(s.Labelled, s.N)
+	s.Accuracy = ratio(correct, s.Labelled)
+	s.MajorityRate = ratio(maxCount(gold), s.N)
+	s.MajorityRateLabelled = ratio(maxCount(goldLabelled), s.Labelled)
 	var f1s float64
 	for _, t := range Types() {
 		c := NewClassScore(t, tp[t], fp[t], fn[t])
@@ -122,8 +154,19 @@ func Evaluate(examples []Example, split string, label func(c *conv.Conversation,
 			f1s += c.F1
 		}
 	}
-	s.MacroF1 = f1s / float64(len(Types()))
+	s.MacroF1 = math.NaN()
+	if s.Labelled > 0 {
+		s.MacroF1 = f1s / float64(len(Types()))
+	}
 	return s
+}
+
+func maxCount(m map[string]int) int {
+	n := 0
+	for _, c := range m {
+		n = max(n, c)
+	}
+	return n
 }
 
 func sameRefs(a, b []string) bool {

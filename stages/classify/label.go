@@ -17,7 +17,14 @@ const (
 	NoFeedback = "no_feedback"
 )
 
-// Types lists the turn types in report order.
+// Unknown is what the heuristic annotator stores when its rules do not
+// clearly apply (a message in another language, or cues that point both
+// ways). It is not a turn type: gold labels and the LLM annotator never use
+// it, scores count it as an abstention, and a consumer that needs a type
+// must treat it as "not known" (adaptive keeps full context there).
+const Unknown = "unknown"
+
+// Types lists the turn types in report order. Unknown is not among them.
 func Types() []string { return []string{NewAsk, Feedback, NoFeedback} }
 
 // Label is the stored output of one classify unit (one user turn t >= 2).
@@ -43,12 +50,14 @@ func Decode(b []byte) (Label, error) {
 	if err := json.Unmarshal(b, &l); err != nil {
 		return l, fmt.Errorf("decoding classify label: %w", err)
 	}
-	if !validType(l.Type) {
+	if !validType(l.Type) && l.Type != Unknown {
 		return l, fmt.Errorf("decoding classify label: unknown type %q", l.Type)
 	}
 	return l, nil
 }
 
+// validType reports whether s is one of the three turn types (Unknown is
+// not one).
 func validType(s string) bool { return s == NewAsk || s == Feedback || s == NoFeedback }
 
 // Field describes one exported column.
@@ -60,7 +69,7 @@ type Field struct {
 // conversation_id, turn and variant.
 func Fields() []Field {
 	return []Field{
-		{"type", "string", "new_ask | feedback | no_feedback"},
+		{"type", "string", "new_ask | feedback | no_feedback; unknown where the heuristic abstained"},
 		{"confidence", "float64", "the annotator's confidence, 0..1"},
 		{"reason", "string", "one line on why"},
 		{"refs", "list<string>", `earlier turns the message depends on, as distances back: "1a" = a_{t-1}, "2u" = u_{t-2}; empty = self-contained`},

@@ -22,10 +22,13 @@ type Summary struct {
 	Turns         int // labelled turns (done units)
 	Failed        int // failed units (malformed answers, rejected calls)
 	Conversations int // conversations with at least one labelled turn
-	Types         []TypeShare
+	// Types has one share per turn type, in Types() order, then one for
+	// Unknown when the annotator abstained on any turn; shares are of Turns.
+	Types []TypeShare
 	// Annotators counts labels by who wrote them ("heuristic", "llm:<model>").
 	Annotators map[string]int
-	// SelfContained counts labels with no reference; Refs counts each
+	// SelfContained counts typed labels with no reference (an Unknown label
+	// says nothing about references); Refs counts each
 	// reference tag ("1a", "2u", ...).
 	SelfContained int
 	Refs          map[string]int
@@ -51,7 +54,7 @@ func Summarize(units []ledger.Unit) Summary {
 		convs[u.ConvID] = true
 		counts[l.Type]++
 		s.Annotators[l.Annotator]++
-		if len(l.Refs) == 0 {
+		if len(l.Refs) == 0 && l.Type != Unknown {
 			s.SelfContained++
 		}
 		for _, r := range l.Refs {
@@ -59,7 +62,11 @@ func Summarize(units []ledger.Unit) Summary {
 		}
 	}
 	s.Conversations = len(convs)
-	for _, t := range Types() {
+	types := Types()
+	if counts[Unknown] > 0 {
+		types = append(types, Unknown)
+	}
+	for _, t := range types {
 		ts := TypeShare{Type: t, Count: counts[t]}
 		if s.Turns > 0 {
 			ts.Share = float64(ts.Count) / float64(s.Turns)
