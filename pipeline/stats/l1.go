@@ -173,8 +173,12 @@ type L1Model struct {
 // CVScore is the cross-validated score at the chosen strength.
 func (m *L1Model) CVScore() CVPoint { return m.CV[m.LambdaIndex] }
 
-// Prob is the predicted probability that A wins for raw features x.
+// Prob is the predicted probability that A wins for raw features x, NaN
+// when x does not have one value per coefficient.
 func (m *L1Model) Prob(x []float64) float64 {
+	if len(x) != len(m.Coef) {
+		return math.NaN()
+	}
 	eta := m.Intercept
 	for j, v := range x {
 		eta += m.Coef[j] * (v - m.Mean[j]) / m.Scale[j]

@@ -137,6 +137,12 @@ type LCResult struct {
 // Fit computes the length-controlled win rate and its interval (see the
 // package documentation for the model). Level, Resamples, Seed, MinN and
 // MinConversations of opt are used, with the usual defaults.
+//
+// AlpacaEval's own model also has a per-instruction difficulty term,
+// learned across many models on one fixed instruction set, and fits with
+// scikit-learn's cross-validated L1 penalty; a run here has neither a
+// fixed instruction set nor other models, so only the intercept and the
+// length slope are fitted, by maximum likelihood (its "minimal" variant).
 func (d *LCData) Fit(opt Options) (r LCResult) {
 	opt = opt.withDefaults()
 	n := len(d.diff)
