@@ -58,7 +58,7 @@ func ExampleLCData() {
 			panic(err)
 		}
 	}
-	r := d.Fit(stats.Options{Seed: 1})
+	r := d.Fit(stats.Options{Seed: 1, Resamples: 500})
 	fmt.Printf("raw %.2f, length-controlled %.2f [%.2f, %.2f]\n", r.WinRate, r.LCWinRate, r.Bootstrap.Lo, r.Bootstrap.Hi)
 	// Output: raw 0.67, length-controlled 0.52 [0.47, 0.57]
 }

@@ -141,10 +141,13 @@ func TestL1NoSignal(t *testing.T) {
 // for the intercept, −λ·sign(β_j) for a non-zero β_j, and at most λ in
 // size for a zero one.
 func TestL1Optimality(t *testing.T) {
-	X, y, _ := defaultSparse().rows()
+	w := defaultSparse()
+	w.n = 1500
+	X, y, _ := w.rows()
 	for _, ties := range []TiePolicy{TiesAsLosses, TiesHalf, TiesDropped} {
 		for _, cw := range []ClassWeights{BalancedClasses, UnweightedClasses} {
-			opt := L1Options{Seed: 3, Ties: ties, Classes: cw, Metric: MetricLogLoss}
+			// A short grid: the point is the solver, not the search.
+			opt := L1Options{Seed: 3, Ties: ties, Classes: cw, Metric: MetricLogLoss, Lambdas: []float64{0.05, 0.01, 0.002}}
 			m, err := FitL1Logistic(X, y, opt)
 			if err != nil {
 				t.Fatal(err)
@@ -199,7 +202,7 @@ func TestL1BalancedWeights(t *testing.T) {
 	}
 	share := float64(pos) / float64(len(y))
 	fit := func(cw ClassWeights) L1Model {
-		m, err := FitL1Logistic(X, y, L1Options{Seed: 3, Classes: cw, Metric: MetricLogLoss})
+		m, err := FitL1Logistic(X, y, L1Options{Seed: 3, Classes: cw, Metric: MetricLogLoss, PathLength: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +277,7 @@ func TestL1TiePolicies(t *testing.T) {
 	y[0] = 0 // one unjudged row
 	fits := map[TiePolicy]L1Model{}
 	for _, p := range []TiePolicy{TiesAsLosses, TiesHalf, TiesDropped} {
-		m, err := FitL1Logistic(X, y, L1Options{Seed: 3, Ties: p, Classes: UnweightedClasses, Metric: MetricLogLoss})
+		m, err := FitL1Logistic(X, y, L1Options{Seed: 3, Ties: p, Classes: UnweightedClasses, Metric: MetricLogLoss, PathLength: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,15 +310,15 @@ func TestL1Deterministic(t *testing.T) {
 	w := defaultSparse()
 	w.n = 1200
 	X, y, _ := w.rows()
-	a, err := FitL1Logistic(X, y, L1Options{Seed: 5})
+	a, err := FitL1Logistic(X, y, L1Options{Seed: 5, PathLength: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := FitL1Logistic(X, y, L1Options{Seed: 5})
+	b, _ := FitL1Logistic(X, y, L1Options{Seed: 5, PathLength: 8})
 	if !l1Equal(a, b) {
 		t.Error("same seed, different models")
 	}
-	c, _ := FitL1Logistic(X, y, L1Options{Seed: 6})
+	c, _ := FitL1Logistic(X, y, L1Options{Seed: 6, PathLength: 8})
 	if slices.Equal(a.CV, c.CV) {
 		t.Error("seeds 5 and 6 gave the same cross-validation")
 	}
