@@ -263,10 +263,10 @@ func FitL1Logistic(X [][]float64, y []Outcome, opt L1Options) (L1Model, error) {
 	// Cross-validation: per fold, the path of fits and the held-out
 	// metrics of each strength.
 	d := ds.d
-	scores := make([][][4]float64, opt.Folds) // [fold][lambda]{acc, bal, f1, logloss}
+	scores := make([][][4]float64, opt.Folds) // [fold][lambda][CVMetric]
 	nonzero := make([]float64, len(lambdas))
 	coefs := make([][][]float64, opt.Folds) // [fold][lambda] intercept then β
-	stdz := make([]*l1Problem, opt.Folds)
+	stdz := make([]l1Scaling, opt.Folds)    // each fold's standardisation, for OOF
 	for f := range opt.Folds {
 		train := make([]bool, len(ds.rows))
 		for i, fi := range folds {
@@ -276,7 +276,7 @@ func FitL1Logistic(X [][]float64, y []Outcome, opt L1Options) (L1Model, error) {
 		if err != nil {
 			return L1Model{}, fmt.Errorf("stats: fitting L1 logistic regression: fold %d: %w", f+1, err)
 		}
-		stdz[f] = p
+		stdz[f] = p.l1Scaling
 		beta := p.start()
 		coefs[f] = make([][]float64, len(lambdas))
 		scores[f] = make([][4]float64, len(lambdas))
@@ -297,7 +297,7 @@ func FitL1Logistic(X [][]float64, y []Outcome, opt L1Options) (L1Model, error) {
 		Rows: len(ds.rows), Invalid: ds.invalid, DroppedTies: ds.dropped,
 	}
 	m.CV = make([]CVPoint, len(lambdas))
-	sel := int(opt.Metric)
+	sel := opt.Metric
 	for li, l := range lambdas {
 		var sum [4]float64
 		for f := range opt.Folds {
@@ -306,7 +306,11 @@ func FitL1Logistic(X [][]float64, y []Outcome, opt L1Options) (L1Model, error) {
 			}
 		}
 		k := float64(opt.Folds)
-		cp := CVPoint{Lambda: l, Accuracy: sum[0] / k, BalancedAccuracy: sum[1] / k, F1: sum[2] / k, LogLoss: sum[3] / k, NonZero: nonzero[li] / k}
+		cp := CVPoint{
+			Lambda: l, NonZero: nonzero[li] / k,
+			Accuracy: sum[MetricAccuracy] / k, BalancedAccuracy: sum[MetricBalancedAccuracy] / k,
+			F1: sum[MetricF1] / k, LogLoss: sum[MetricLogLoss] / k,
+		}
 		var ss float64
 		mean := sum[sel] / k
 		for f := range opt.Folds {
@@ -340,7 +344,7 @@ func FitL1Logistic(X [][]float64, y []Outcome, opt L1Options) (L1Model, error) {
 		full.solve(l, beta)
 	}
 	m.Intercept, m.Coef = beta[0], slices.Clone(beta[1:])
-	m.Mean, m.Scale = full.mean, full.scale
+	m.Mean, m.Scale = slices.Clone(full.mean), slices.Clone(full.scale)
 	m.C = 1 / (m.Lambda * full.wsum)
 	m.ClassWeight = full.classWeight
 
@@ -512,11 +516,23 @@ func (ds *l1Data) folds(opt L1Options) ([]int, error) {
 	return out, nil
 }
 
+// l1Scaling is a fit's standardisation of the raw features.
+type l1Scaling struct{ mean, scale []float64 }
+
+// prob is the probability of the fit beta for raw features x.
+func (s l1Scaling) prob(x, beta []float64) float64 {
+	eta := beta[0]
+	for j, v := range x {
+		eta += beta[j+1] * (v - s.mean[j]) / s.scale[j]
+	}
+	return lcRate(eta)
+}
+
 // l1Problem is one fit's data: standardised features by column over the
 // expanded rows (a TiesHalf tie gives two), classes and normalised weights.
 type l1Problem struct {
-	d           int
-	mean, scale []float64
+	d int
+	l1Scaling
 	z           [][]float64 // z[j][i]
 	y, w        []float64   // Σ w = 1
 	wsum        float64     // Σ of the weights before normalising
@@ -533,7 +549,7 @@ type l1Problem struct {
 // problem builds the fit over the kept rows with in[i] set.
 func (ds *l1Data) problem(in []bool, cw ClassWeights) (*l1Problem, error) {
 	d := ds.d
-	p := &l1Problem{d: d, mean: make([]float64, d), scale: make([]float64, d), z: make([][]float64, d)}
+	p := &l1Problem{d: d, l1Scaling: l1Scaling{mean: make([]float64, d), scale: make([]float64, d)}, z: make([][]float64, d)}
 	var nRows float64
 	for i := range ds.rows {
 		if !in[i] {
@@ -817,18 +833,9 @@ func softThreshold(g, lambda float64) float64 {
 	return 0
 }
 
-// prob is the probability of the fit beta for raw features x.
-func (p *l1Problem) prob(x, beta []float64) float64 {
-	eta := beta[0]
-	for j, v := range x {
-		eta += beta[j+1] * (v - p.mean[j]) / p.scale[j]
-	}
-	return lcRate(eta)
-}
-
-// heldOut scores beta (fitted by p) on fold f: accuracy, balanced
-// accuracy, F1 and log loss, rows weighted by sample weight.
-func (ds *l1Data) heldOut(folds []int, f int, p *l1Problem, beta []float64) [4]float64 {
+// heldOut scores beta (fitted by p) on fold f under each metric, indexed
+// by CVMetric, rows weighted by sample weight.
+func (ds *l1Data) heldOut(folds []int, f int, p *l1Problem, beta []float64) (out [4]float64) {
 	var c confusion
 	var ll, wsum float64
 	d := ds.d
@@ -846,7 +853,11 @@ func (ds *l1Data) heldOut(folds []int, f int, p *l1Problem, beta []float64) [4]f
 			wsum += ws[k]
 		}
 	}
-	return [4]float64{c.metric(MetricAccuracy), c.metric(MetricBalancedAccuracy), c.metric(MetricF1), ll / wsum}
+	for _, m := range []CVMetric{MetricF1, MetricAccuracy, MetricBalancedAccuracy} {
+		out[m] = c.metric(m)
+	}
+	out[MetricLogLoss] = ll / wsum
+	return out
 }
 
 // confusion is a weighted confusion matrix.

@@ -103,6 +103,15 @@ func TestL1RecoversSparseRule(t *testing.T) {
 				if !(math.Abs(m.Coef[0]) > math.Abs(m.Coef[2]) && math.Abs(m.Coef[2]) > math.Abs(m.Coef[5])) {
 					t.Errorf("coefficients %.3f: want |β0| > |β2| > |β5| as in the rule", m.Coef)
 				}
+				chosen := cvValue(cv, metric)
+				for li, p := range m.CV {
+					if v := cvValue(p, metric); !oneSE && better(metric, v, chosen) {
+						t.Errorf("λ index %d scores %v under %v, better than the chosen %v", li, v, metric, chosen)
+					}
+					if oneSE && li < m.LambdaIndex && math.Abs(cvValue(p, metric)-chosen) < 1e-15 {
+						t.Errorf("1-SE rule: stronger λ index %d scores the same as the chosen one", li)
+					}
+				}
 				if m.LambdaIndex == 0 || m.Lambda > m.CV[0].Lambda/2 {
 					t.Errorf("chose λ %.5f (index %d) of [%.5f, %.5f]", m.Lambda, m.LambdaIndex, m.CV[len(m.CV)-1].Lambda, m.CV[0].Lambda)
 				}
