@@ -309,13 +309,14 @@ func (t lcTable) counts(cnt []int64) []int64 {
 // (all losses) give an intercept of +Inf (−Inf) and slope 0, the limit of
 // the fit.
 //
-// A step is kept only if the objective still rises at its end (the
-// gradient there has a non-negative component along the step); the
-// objective is concave, so it then rose along the whole step. Otherwise
-// the step is halved. This guards against overshooting without computing
-// the log-likelihood itself, which would cost a logarithm per grid value.
-// Steps below 1e-6 are taken as they are: there Newton's method is in its
-// quadratic phase, and rounding alone can make the test fail.
+// A step is kept when the objective's slope along it at its end is no
+// steeper downhill than it was uphill at its start; by the trapezoid rule
+// the objective then rose (exactly so were it quadratic, and the
+// log-likelihood near its maximum nearly is). Otherwise the step is
+// halved. This catches overshooting without computing the log-likelihood
+// itself, which would cost a logarithm per grid value, and accepts the
+// ordinary Newton step, whose end slope is about zero. Steps below 1e-6
+// are taken as they are: there Newton's method is in its quadratic phase.
 func (t lcTable) fit(cnt []int64, a0, b0 float64) (a, b float64) {
 	var nTot, sTot float64
 	for u := range t.xs {
@@ -345,7 +346,7 @@ func (t lcTable) fit(cnt []int64, a0, b0 float64) (a, b float64) {
 		for step := 1.0; ; step /= 2 {
 			na, nb := a+step*da, b+step*db
 			nga, ngb, nhaa, nhab, nhbb := t.eval(cnt, na, nb)
-			if nga*da+ngb*db >= 0 || step*(math.Abs(da)+math.Abs(db)) < 1e-6 {
+			if nga*da+ngb*db >= -(ga*da+gb*db) || step*(math.Abs(da)+math.Abs(db)) < 1e-6 {
 				a, b, ga, gb, haa, hab, hbb = na, nb, nga, ngb, nhaa, nhab, nhbb
 				break
 			}
