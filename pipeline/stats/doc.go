@@ -64,8 +64,8 @@
 // length differences the estimate is the raw win rate. The fit is maximum
 // likelihood with a weak ridge on β only (β²/50, which keeps β finite when
 // length alone separates wins from losses), on tanh(Δ/s) rounded to a
-// grid of step 2/2048 so that each bootstrap round costs one count per
-// verdict and a fit on at most 2049 values. The interval is the
+// grid of step 2/512 so that each bootstrap round costs one count per
+// verdict and a fit on at most 513 values. The interval is the
 // conversation bootstrap of ClusterBootstrap (same seed, same draws,
 // conversations in the order added, s kept at its full-data value), each
 // round refitted from the full-data estimate. Fits where length nearly

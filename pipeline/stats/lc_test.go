@@ -235,7 +235,7 @@ func TestLCGridMatchesExactFit(t *testing.T) {
 	}
 	a, b := exactLCFit(vs, r.Scale)
 	t.Logf("grid: %.8f %.8f; exact: %.8f %.8f; LC %.8f vs %.8f", r.Intercept, r.Slope, a, b, r.LCWinRate, lcRate(a))
-	if math.Abs(r.LCWinRate-lcRate(a)) > 1e-4 || math.Abs(r.Slope-b) > 1e-3 {
+	if math.Abs(r.LCWinRate-lcRate(a)) > 2e-5 || math.Abs(r.Slope-b) > 1e-3 {
 		t.Errorf("grid fit (%v, %v) vs exact (%v, %v)", r.Intercept, r.Slope, a, b)
 	}
 }
