@@ -392,18 +392,28 @@ func (d *LCData) bootstrap(t lcTable, a, b float64, opt Options) Interval {
 	k := uint64(len(d.ends))
 	src := rand.NewPCG(opt.Seed, 0)
 	cnt := make([]int64, 3*len(t.xs))
+	// Each round first counts how often each conversation was drawn, then
+	// adds the conversations in storage order: the same multiset as adding
+	// them as drawn, but one random memory access per draw instead of
+	// two, and the verdicts read in order (with a million verdicts the
+	// cache misses, not the arithmetic, set the pace).
+	mult := make([]uint32, k)
 	rates := make([]float64, opt.Resamples)
 	for i := range rates {
 		clear(cnt)
+		clear(mult)
 		for range k {
-			c := boundedDraw(src, k)
-			lo := int32(0)
-			if c > 0 {
-				lo = d.ends[c-1]
+			mult[boundedDraw(src, k)]++
+		}
+		lo := int32(0)
+		for c, m := range mult {
+			hi := d.ends[c]
+			if m != 0 {
+				for _, code := range t.code[lo:hi] {
+					cnt[code] += int64(m)
+				}
 			}
-			for _, code := range t.code[lo:d.ends[c]] {
-				cnt[code]++
-			}
+			lo = hi
 		}
 		ra, _ := t.fit(cnt, a, b)
 		rates[i] = lcRate(ra)
