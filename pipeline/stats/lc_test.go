@@ -360,3 +360,42 @@ func BenchmarkLCFit(b *testing.B) {
 		})
 	}
 }
+
+// Whatever verdicts arrive, AddConversation either takes them or says why,
+// and Fit never panics and gives a rate in [0, 1] or NaN with a warning.
+func FuzzLCData(f *testing.F) {
+	f.Add([]byte{1, 10, 5, 2, 3, 9, 3, 4, 4, 0, 1, 1})
+	f.Add([]byte{1, 200, 0, 1, 200, 0, 2, 0, 200})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var d LCData
+		var conv []LengthSample
+		for i := 0; i+2 < len(raw); i += 3 {
+			// Outcome byte: low two bits the outcome (0 invalid), bit 7
+			// ends the conversation; lengths scaled so some differences
+			// are huge.
+			o, la, lb := raw[i], int(raw[i+1]), int(raw[i+2])
+			conv = append(conv, LengthSample{Outcome: Outcome(o & 3), LenA: la * la * la, LenB: lb})
+			if o&0x80 != 0 {
+				if err := d.AddConversation(conv); err != nil {
+					t.Fatalf("valid lengths rejected: %v", err)
+				}
+				conv = conv[:0]
+			}
+		}
+		if err := d.AddConversation(conv); err != nil {
+			t.Fatalf("valid lengths rejected: %v", err)
+		}
+		r := d.Fit(Options{Seed: 1, Resamples: 20})
+		for _, v := range []float64{r.LCWinRate, r.Bootstrap.Lo, r.Bootstrap.Hi} {
+			if v < 0 || v > 1 {
+				t.Fatalf("rate %v out of [0, 1]: %+v", v, r)
+			}
+		}
+		if math.IsNaN(r.LCWinRate) && r.Warning == "" {
+			t.Fatalf("no rate and no warning: %+v", r)
+		}
+		if !math.IsNaN(r.LCWinRate) && r.Bootstrap.Lo > r.Bootstrap.Hi {
+			t.Fatalf("interval %+v", r.Bootstrap)
+		}
+	})
+}
