@@ -50,4 +50,36 @@
 // orders and otherwise a tie; PositionConsistency reports how often the two
 // orders agree, and SplitOrders yields the single-order verdicts for
 // MeasurePositionBias.
+//
+// Length-controlled win rate, exact McNemar between arms, L1 policy fit.
+// Judges tend to prefer longer answers, so a strategy that writes more can
+// win for that alone. LCData (fed one conversation at a time) and
+// LengthControlledWinRate estimate, as AlpacaEval 2's length-controlled
+// win rate does with its minimal model, the rate A would have if both
+// answers had the same length: a logistic model
+// P(A wins) = σ(α + β·tanh(Δ/s)), Δ = LenA − LenB and s the sample
+// standard deviation of Δ over the verdicts (n−1 denominator), read at
+// Δ = 0, i.e. σ(α). Ties enter as half a win (a fractional outcome of 1/2,
+// as AlpacaEval scores a tie and as the win rate counts one), so with no
+// length differences the estimate is the raw win rate. The fit is maximum
+// likelihood with a weak ridge on β only (β²/50, which keeps β finite when
+// length alone separates wins from losses), on tanh(Δ/s) rounded to a
+// grid of step 2/512 so that each bootstrap round costs one count per
+// verdict and a fit on at most 513 values. The interval is the
+// conversation bootstrap of ClusterBootstrap (same seed, same draws,
+// conversations in the order added, s kept at its full-data value), each
+// round refitted from the full-data estimate. Fits where length nearly
+// decides the verdicts, or where few comparisons are near equal length,
+// carry a warning: there the rate at equal length is an extrapolation.
+// ArmTable and CompareArms test two arms judged against the same reference
+// on the same turns (for example gated-reset and fc, both against ao):
+// exact McNemar on the discordant turns, ties as losses by default (the
+// AC3 paper's convention), as half wins (outcomes ordered) or dropped.
+// FitL1Logistic fits the adaptive policy as Huang et al. do: L1-penalised
+// logistic regression on standardised features, balanced class weights,
+// ties as losses by default, the strength chosen by k-fold
+// cross-validation (F1 by default) over a log-spaced grid with folds drawn
+// from a seeded PCG (optionally by conversation), returning the held-out
+// scores and each row's held-out probability; TauForShare and BestTau pick
+// the policy's threshold τ from held-out scores.
 package stats
