@@ -95,7 +95,7 @@ type Operator struct {
 func newOperator(op string, an *analyze.Analyzer, g Gate, m Memory) *Operator {
 	v := fmt.Sprintf("%s;%s;floor=%d;cap=%d", templateVersion, an.Version(), g.Floor, g.Cap)
 	if op == OpRewrite {
-		v += ";" + an.RewriteVersion()
+		v += ";" + an.RewriteVersion(analyze.RewriteAC3)
 	}
 	if m.Hash != "" {
 		v += ";memory=" + m.Hash
@@ -229,7 +229,7 @@ func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int,
 				}
 			case s.op == OpRewrite:
 				ct, _ := c.ContextBefore(tr.Index)
-				text, use, err := s.an.Rewrite(ctx, a, ct, tc.Retry())
+				text, use, err := s.an.Rewrite(ctx, analyze.RewriteAC3, a, ct, tc.Retry())
 				info.OperatorUsage = use
 				if err != nil {
 					if raw, ok := analyze.Failure(err); ok {
