@@ -20,7 +20,7 @@ const (
 	// issues are left out: the reset drops the history they describe.
 	ResetAC3 ResetTemplate = "ac3"
 	// ResetWildChat is the form Ho et al. used for Gated Reset on WildChat
-	// (AC3, Section C.2, after the rewrite prompts): the issues the analyzer
+	// (AC3, Section C.2, the note after Prompt 3): the issues the analyzer
 	// found go into the system message (WildChatIssuesNote), the request and
 	// the work that fits it become a user message (WildChatResetText), a short
 	// assistant acknowledgment follows (WildChatAck), and then the user's
