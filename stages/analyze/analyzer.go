@@ -139,14 +139,14 @@ type Analyzer struct {
 }
 
 type prompts struct {
-	spec, specContagious, evaluate, single, rewrite, summary, reflect, unify *prompt.Template
+	spec, specContagious, evaluate, single, rewrite, rewritePaper, summary, reflect, unify *prompt.Template
 }
 
 func loadPrompts() (prompts, error) {
 	var p prompts
 	for name, dst := range map[string]**prompt.Template{
 		"spec": &p.spec, "spec_contagious": &p.specContagious, "evaluate": &p.evaluate, "single_pass": &p.single,
-		"rewrite": &p.rewrite, "summary": &p.summary, "reflect": &p.reflect, "unify": &p.unify,
+		"rewrite": &p.rewrite, "rewrite_paper": &p.rewritePaper, "summary": &p.summary, "reflect": &p.reflect, "unify": &p.unify,
 	} {
 		b, err := promptFiles.ReadFile("prompts/" + name + ".tmpl")
 		if err != nil {
@@ -212,9 +212,6 @@ func (a *Analyzer) Version() string {
 	}
 	return v
 }
-
-// RewriteVersion is the version of the rewrite prompt.
-func (a *Analyzer) RewriteVersion() string { return a.p.rewrite.Version() }
 
 // SummaryVersion is the version of the summary prompt and role.
 func (a *Analyzer) SummaryVersion() string { return a.p.summary.Version() + ";role=" + a.opts.Role }

@@ -3,25 +3,90 @@ package analyze
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/llm/parse"
+	"github.com/ac3/ac3/pipeline/prompt"
 )
 
-// Rewrite is the rewrite operator's extra call: a compact replacement for
-// the conversation before u_t, written from the analysis and C_t. Only the
-// text inside the answer's nonce-tagged context section is returned;
-// anything around it (preambles, a drafted answer) is dropped.
-func (a *Analyzer) Rewrite(ctx context.Context, an Analysis, ct []conv.Message, reroll int) (string, Usage, error) {
+// RewriteVariant chooses the prompt of the rewrite operator's call.
+type RewriteVariant string
+
+const (
+	// RewriteAC3 is our prompt (the default; "" means it too): the model
+	// writes a neutral briefing with a prescribed content (the current
+	// request with every concrete detail, the work worth keeping, nothing
+	// the issues rule out, no answer to the latest message), which the
+	// operator frames as a rewritten history.
+	RewriteAC3 RewriteVariant = "ac3"
+	// RewritePaper is the rewrite as Ho et al. describe it (AC3, Sections
+	// 3.2 and C.2, the later of the two rewrite prompts): the reviewer's
+	// notes are the model's main source, the form of the new context
+	// (structure, length, sections) is left to the model, it may reason in
+	// plain text first, and only the context it returns in its own tagged
+	// section reaches the respondent, with no framing of ours around it.
+	// The prompt is in our words.
+	RewritePaper RewriteVariant = "paper"
+)
+
+// RewriteVariants lists the valid variants, the default first.
+func RewriteVariants() []RewriteVariant { return []RewriteVariant{RewriteAC3, RewritePaper} }
+
+// ParseRewriteVariant maps a name ("" for the default) to a RewriteVariant.
+func ParseRewriteVariant(s string) (RewriteVariant, error) {
+	switch v := RewriteVariant(strings.TrimSpace(s)); v {
+	case "", RewriteAC3:
+		return RewriteAC3, nil
+	case RewritePaper:
+		return v, nil
+	}
+	return "", fmt.Errorf("parsing rewrite variant %q: valid: %s, %s", s, RewriteAC3, RewritePaper)
+}
+
+// rewritePrompt returns v's prompt, or an error for an unknown variant.
+func (a *Analyzer) rewritePrompt(v RewriteVariant) (*prompt.Template, error) {
+	switch v {
+	case "", RewriteAC3:
+		return a.p.rewrite, nil
+	case RewritePaper:
+		return a.p.rewritePaper, nil
+	}
+	_, err := ParseRewriteVariant(string(v))
+	return nil, err
+}
+
+// RewriteVersion is the version of variant v's rewrite prompt; it goes into
+// the rewrite operator's version, so switching variants changes unit keys.
+// An unknown variant gives a version naming it, which no stored unit has.
+func (a *Analyzer) RewriteVersion(v RewriteVariant) string {
+	t, err := a.rewritePrompt(v)
+	if err != nil {
+		return "rewrite(unknown variant " + strconv.Quote(string(v)) + ")"
+	}
+	return t.Version()
+}
+
+// Rewrite is the rewrite operator's extra call: a replacement for the
+// conversation before u_t, written from the analysis and C_t with variant
+// v's prompt. Only the text inside the answer's nonce-tagged context section
+// is returned; anything around it (preambles, reasoning in plain text, a
+// drafted answer) is dropped, and a section whose tag lacks the nonce (text
+// pasted into the conversation and echoed back) is not read.
+func (a *Analyzer) Rewrite(ctx context.Context, v RewriteVariant, an Analysis, ct []conv.Message, reroll int) (string, Usage, error) {
 	var use Usage
+	tmpl, err := a.rewritePrompt(v)
+	if err != nil {
+		return "", use, fmt.Errorf("rewriting the context: %w", err)
+	}
 	tr := Transcript(ct)
 	tg := parse.NewTagger(tr, an.Spec, an.Aligned, an.Issues)
 	data := struct {
 		Transcript, Spec, Aligned, Issues string
 		T                                 parse.Tagger
 	}{tr, an.Spec, an.Aligned, an.Issues, tg}
-	out, err := a.call(ctx, "curate", a.p.rewrite, data, tg, reroll, &use, "context")
+	out, err := a.call(ctx, "curate", tmpl, data, tg, reroll, &use, "context")
 	if err != nil {
 		return "", use, fmt.Errorf("rewriting the context: %w", err)
 	}

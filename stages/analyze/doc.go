@@ -22,8 +22,8 @@
 // call over the whole conversation. Every Analysis they produce says so.
 //
 // The package also holds the other AC3 model calls the curation operators
-// and the optional memory need: Rewrite (a compact context written from an
-// analysis), Summarize (one sentence per assistant reply, for the sum
+// and the optional memory need: Rewrite (a new context written from an
+// analysis, with our prompt or the paper's; see RewriteVariant), Summarize (one sentence per assistant reply, for the sum
 // strategy), and Reflect/Unify (the memory cheatsheet). Prompts are embedded
 // files under prompts/ and their versions go into Version, so a prompt edit
 // changes the unit keys of the work it affects.

@@ -18,7 +18,10 @@
 // the conversation. The model-backed ones need an analyze.Analyzer in
 // Options: the AC3 operators augment, reset, gated-reset and rewrite
 // (strategy_ac3.go; one analysis per turn is shared by every operator of a
-// conversation through the TokenCache) and sum (strategy_sum.go). adaptive
+// conversation through the TokenCache; ac3_templates.go holds the settings
+// that change what they write: reset template, rewrite variant, replay) and
+// sum (strategy_sum.go). ao's strings are AOOptions; HuangAO reproduces
+// Huang et al.'s. adaptive
 // (strategy_adaptive.go, policy.go) chooses fc or ao per turn from the
 // classify stage's turn types or a fitted policy, and the +constraints
 // overlay (overlay_constraints.go) appends the constraints stage's registry;

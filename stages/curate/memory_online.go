@@ -404,6 +404,7 @@ type onlineOperator struct {
 	op      string
 	an      *analyze.Analyzer
 	gate    Gate
+	form    form
 	version string
 }
 
@@ -419,7 +420,7 @@ func (s *onlineOperator) Contexts(ctx context.Context, c *conv.Conversation, fro
 	if !ok {
 		return nil, fmt.Errorf("curating %s with %s: the online memory was not prepared for this conversation (online operators run in an OnlineStage)", c.ID, s.op)
 	}
-	return newOperator(s.op, s.an, s.gate, v.(Memory)).Contexts(ctx, c, from, tc)
+	return newOperator(s.op, s.an, s.gate, s.form, v.(Memory)).Contexts(ctx, c, from, tc)
 }
 
 // OnlineByName is ByName for a run with the online memory m: the AC3
@@ -447,8 +448,12 @@ func OnlineByName(name string, opts Options, m *OnlineMemory) (Strategy, error) 
 	if g.Floor < 0 || g.Cap < 0 {
 		return nil, fmt.Errorf("building strategy %q: floor and cap must be >= 0 (got %d, %d)", spec.Name, g.Floor, g.Cap)
 	}
-	var base Strategy = &onlineOperator{op: spec.Name, an: opts.Analyzer, gate: g,
-		version: newOperator(spec.Name, opts.Analyzer, g, Memory{}).Version() + ";memory=online:" + m.chain.ID}
+	f, err := formOf(opts)
+	if err != nil {
+		return nil, fmt.Errorf("building strategy %q: %w", spec.Name, err)
+	}
+	var base Strategy = &onlineOperator{op: spec.Name, an: opts.Analyzer, gate: g, form: f,
+		version: newOperator(spec.Name, opts.Analyzer, g, f, Memory{}).Version() + ";memory=online:" + m.chain.ID}
 	if spec.Constraints {
 		if opts.Units == nil {
 			return nil, fmt.Errorf("building strategy %q: %w", spec, ErrNeedsConstraints)

@@ -66,17 +66,35 @@ func (e *TurnError) Error() string { return fmt.Sprintf("turn %d: %v", e.Turn, e
 
 func (e *TurnError) Unwrap() error { return e.Err }
 
-// Gate is when an AC3 operator may act: only at user turns t > Floor, and,
-// for the operators that remove content, at most Cap times per conversation
-// (0: no cap). For augment the floor is its warm-up W.
+// Gate is when an AC3 operator may act.
+//
+// Floor counts user turns, numbered from 1 as conv.Turn.Index numbers them:
+// the operator does not act at turns 1..Floor, and may act from turn
+// Floor+1. Floor 0 lets it act at every curated turn; floor 1 skips exactly
+// the first user turn (the AC3 paper's Gated Reset on WildChat, LiC actions
+// and tau2-bench, Section 3.2); floor 2 skips the first two (its Gated Reset
+// elsewhere). Turn 1 has no history, so with the usual first curated turn
+// DefaultFrom = 2, floors 0 and 1 give the same contexts (their versions
+// still differ). For augment the floor is its warm-up W: it appends from
+// turn W+1 on (the paper's CollabLLM runs start augment and rewrite at the
+// fourth user turn, floor 3, and reset at the second, floor 1).
+//
+// Cap applies to the operators that remove content (reset, gated-reset,
+// rewrite): it is how many turns of one conversation the operator may
+// replace the history at, counted in turn order over the curated turns;
+// once reached, the operator stops analyzing and acting for the rest of the
+// conversation. 0 means no cap. The paper caps Gated Reset at 3 per
+// conversation and runs Reset and Rewrite uncapped.
 type Gate struct {
 	Floor int
 	Cap   int
 }
 
 // DefaultGate returns an operator's default gate: gated-reset skips the
-// first 2 user turns and resets at most 3 times; augment warms up for 2
-// turns; reset and rewrite act from the first curated turn with no cap.
+// first 2 user turns and resets at most 3 times (the paper's general
+// setting; its WildChat, LiC-actions and tau2-bench runs use floor 1);
+// augment warms up for 2 turns; reset and rewrite act from the first
+// curated turn with no cap.
 func DefaultGate(op string) Gate {
 	switch op {
 	case OpGatedReset:
@@ -108,7 +126,11 @@ func modelByName(name string, opts Options) (Strategy, bool, error) {
 		if g.Floor < 0 || g.Cap < 0 {
 			return nil, false, fmt.Errorf("building strategy %q: floor and cap must be >= 0 (got %d, %d)", name, g.Floor, g.Cap)
 		}
-		return newOperator(name, opts.Analyzer, g, opts.Memory), true, nil
+		f, err := formOf(opts)
+		if err != nil {
+			return nil, false, fmt.Errorf("building strategy %q: %w", name, err)
+		}
+		return newOperator(name, opts.Analyzer, g, f, opts.Memory), true, nil
 	case "sum":
 		if opts.Analyzer == nil {
 			return nil, false, nil

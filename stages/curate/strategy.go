@@ -44,10 +44,9 @@ const DefaultFrom = 2
 // +constraints overlay, which need the inputs below. Any setting that changes
 // a strategy's output shows in its Version.
 type Options struct {
-	// Placeholder replaces DefaultPlaceholder in ao (and adaptive's ao).
-	Placeholder string
-	// Note replaces DefaultNote in ao.
-	Note string
+	// AO is ao's placeholder and system note (also adaptive's, when it
+	// chooses ao); the zero value gives ours. HuangAO gives Huang et al.'s.
+	AO AOOptions
 
 	// Analyzer makes the AC3 operators (augment, reset, gated-reset,
 	// rewrite) and sum available; nil refuses them.
@@ -61,8 +60,18 @@ type Options struct {
 	Constraints Upstream
 	Classify    Upstream
 	// Gates overrides the turn floor and reset cap of AC3 operators, by
-	// operator name; operators not listed keep DefaultGate's.
+	// operator name; operators not listed keep DefaultGate's. See Gate for
+	// how floor and cap count.
 	Gates map[string]Gate
+	// ResetTemplate is the form reset and gated-reset give the history they
+	// replace: ResetAC3 ("" too) or ResetWildChat.
+	ResetTemplate ResetTemplate
+	// Rewrite is the rewrite operator's prompt: analyze.RewriteAC3 ("" too)
+	// or analyze.RewritePaper.
+	Rewrite analyze.RewriteVariant
+	// Replay is how reset, gated-reset and rewrite build the turns after
+	// they acted: ReplayContinue ("" too) or ReplayPrefix.
+	Replay Replay
 	// Adaptive configures the adaptive strategy.
 	Adaptive AdaptiveOptions
 	// Memory is the cheatsheet step 2 of the analysis receives (offline
@@ -95,15 +104,22 @@ func NeedsModel(name string) bool {
 }
 
 // ByName returns the strategy called name, with the overlay it names
-// ("fc+constraints"). Deterministic strategies need nothing but opts'
-// placeholder and note; model-backed ones need opts.Analyzer (or, for
-// adaptive, opts.Units or a fitted policy) and fail with an error saying so
-// without it; the overlay fails with ErrNeedsConstraints without
-// opts.Units. An unknown name fails with an error that lists the valid ones.
+// ("fc+constraints"). Deterministic strategies need nothing but opts.AO
+// (which fails ao and adaptive when it does not Validate); model-backed
+// ones need opts.Analyzer (or, for adaptive, opts.Units or a fitted policy)
+// and fail with an error saying so without it, and the AC3 operators fail on
+// an unknown reset template, rewrite variant or replay mode; the overlay
+// fails with ErrNeedsConstraints without opts.Units. An unknown name fails
+// with an error that lists the valid ones.
 func ByName(name string, opts Options) (Strategy, error) {
 	spec, err := parseSpec(name)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Name == "ao" || spec.Name == "adaptive" {
+		if err := opts.AO.Validate(); err != nil {
+			return nil, fmt.Errorf("building strategy %q: %w", spec, err)
+		}
 	}
 	base, err := baseByName(spec, opts)
 	if err != nil {

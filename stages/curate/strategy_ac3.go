@@ -70,44 +70,45 @@ func orNothing(s string) string {
 //
 //   - augment: C_t with the analysis appended after u_t (always, once warm);
 //   - reset, gated-reset: when the issues are not None, the history is
-//     replaced by ResetText(spec, aligned) followed by u_t; otherwise the
-//     context is left as it stands;
-//   - rewrite: when the issues are not None, one more call writes a briefing
-//     that replaces the history, followed by u_t.
+//     replaced by the reset template filled with the analysis (ResetAC3 or
+//     ResetWildChat), followed by u_t; otherwise the context is left as it
+//     stands;
+//   - rewrite: when the issues are not None, one more call writes a new
+//     context (with the ac3 or the paper prompt) that replaces the history,
+//     followed by u_t.
 //
-// Replay over a logged conversation: once a reset (or rewrite) happened at
-// turn k, the context of a later turn t is rebuilt as the reset context of
-// turn k (system message, then the template joined with u_k) followed by the
-// logged messages after u_k up to u_t (a_k, u_{k+1}, …, u_t), unless turn t
-// resets again. The logged replies a_k… were written from the original
-// history, which is what replay can offer; the analysis of turn t is
-// likewise made over the original U_t and C_t, so one analysis per turn
-// serves every operator, and the cap counts resets whether or not the
-// history had changed.
+// Replay over a logged conversation (ReplayContinue, the default): once a
+// reset (or rewrite) happened at turn k, the context of a later turn t is
+// rebuilt as the reset context of turn k followed by the logged messages
+// after u_k up to u_t (a_k, u_{k+1}, …, u_t), unless turn t resets again.
+// The logged replies a_k… were written from the original history, which is
+// what replay can offer; the analysis of turn t is likewise made over the
+// original U_t and C_t, so one analysis per turn serves every operator, and
+// the cap counts resets whether or not the history had changed. With
+// ReplayPrefix every turn starts again from its own logged prefix C_t.
 type Operator struct {
 	op      string
 	an      *analyze.Analyzer
 	gate    Gate
+	form    form
 	memory  Memory
 	version string
 }
 
-func newOperator(op string, an *analyze.Analyzer, g Gate, m Memory) *Operator {
-	v := fmt.Sprintf("%s;%s;floor=%d;cap=%d", templateVersion, an.Version(), g.Floor, g.Cap)
-	if op == OpRewrite {
-		v += ";" + an.RewriteVersion()
-	}
+func newOperator(op string, an *analyze.Analyzer, g Gate, f form, m Memory) *Operator {
+	v := fmt.Sprintf("%s;%s;floor=%d;cap=%d", templateVersion, an.Version(), g.Floor, g.Cap) + f.version(op, an)
 	if m.Hash != "" {
 		v += ";memory=" + m.Hash
 	}
-	return &Operator{op: op, an: an, gate: g, memory: m, version: v}
+	return &Operator{op: op, an: an, gate: g, form: f, memory: m, version: v}
 }
 
 // Name returns the operator's name.
 func (s *Operator) Name() string { return s.op }
 
 // Version includes the analyzer's prompts (and any ablation), the gate, the
-// fixed texts and the memory's hash.
+// fixed texts, the reset template, rewrite prompt and replay mode when they
+// are not the defaults, and the memory's hash.
 func (s *Operator) Version() string { return s.version }
 
 // Gate returns the operator's floor and cap.
@@ -159,7 +160,7 @@ func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int,
 	head, _ := systemHead(c, tc)
 	var (
 		out    []Context
-		base   []Part // context up to and including u_k after the last reset at k; nil before any
+		base   []Part // context up to and including u_k after the last reset at k; nil before any, and always with ReplayPrefix
 		baseAt int    // message index of u_k
 		resets int
 	)
@@ -180,12 +181,6 @@ func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int,
 			parts = append(parts, MessagePart(i))
 		}
 		return parts
-	}
-	replaced := func(text string, tr conv.Turn) []Part {
-		parts := append(make([]Part, 0, len(head)+2), head...)
-		u := MessagePart(tr.User)
-		u.Join = true
-		return append(parts, TextPart(conv.User, text), u)
 	}
 	for _, tr := range sel {
 		if err := ctx.Err(); err != nil {
@@ -229,7 +224,7 @@ func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int,
 				}
 			case s.op == OpRewrite:
 				ct, _ := c.ContextBefore(tr.Index)
-				text, use, err := s.an.Rewrite(ctx, a, ct, tc.Retry())
+				text, use, err := s.an.Rewrite(ctx, s.form.rewrite, a, ct, tc.Retry())
 				info.OperatorUsage = use
 				if err != nil {
 					if raw, ok := analyze.Failure(err); ok {
@@ -237,14 +232,16 @@ func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int,
 					}
 					return out, err
 				}
-				parts = replaced(RewriteText(text), tr)
+				parts = s.form.replacement(s.op, c, head, a, text, tr)
 				fallthrough
 			default: // reset, gated-reset
 				if parts == nil {
-					parts = replaced(ResetText(a.Spec, a.Aligned), tr)
+					parts = s.form.replacement(s.op, c, head, a, "", tr)
 				}
 				resets++
-				base, baseAt = parts, tr.User
+				if s.form.replay == ReplayContinue {
+					base, baseAt = parts, tr.User
+				}
 				info.Action, info.GateOpen, info.Resets = s.op, true, resets
 				if s.op != OpRewrite {
 					info.Action = ActionReset

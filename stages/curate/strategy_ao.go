@@ -2,6 +2,7 @@ package curate
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,50 @@ func noteFor(placeholder string) string {
 	return strings.Replace(DefaultNote, `"`+DefaultPlaceholder+`"`, strconv.Quote(placeholder), 1)
 }
 
+// The placeholder and system note of Huang et al., "Do LLMs benefit from
+// their own words?", Appendix A.3 (the Assistant-Omitted configuration).
+// They are the paper's strings, kept verbatim because a replication of its
+// AO arm needs exactly them; everything else in ac3 is in our own words. The
+// paper prints the quotes around the placeholder and the apostrophe in
+// "user's" typographically (‘…’, ’); these use the ASCII characters a
+// prompt written in code has.
+const (
+	HuangPlaceholder = "[Response provided]"
+	HuangNote        = "In this conversation, previous assistant responses are shown as '[Response provided]' to save memory. " +
+		"These are placeholders indicating the turn was already answered and has passed. " +
+		"Focus only on answering the user's most recent message."
+)
+
+// AOOptions is ao's placeholder and system note. Empty fields take the
+// defaults: DefaultPlaceholder, and DefaultNote reworded to name the
+// placeholder in use. Any non-default value changes ao's Version, so the
+// unit keys of contexts built with other strings differ.
+type AOOptions struct {
+	// Placeholder is the text that stands in for each hidden assistant
+	// reply or tool result.
+	Placeholder string
+	// Note is the system note that explains the placeholder; it should
+	// quote Placeholder, since it is the respondent's only key to it.
+	Note string
+}
+
+// HuangAO returns the options that reproduce Huang et al.'s AO arm:
+// HuangPlaceholder and HuangNote.
+func HuangAO() AOOptions { return AOOptions{Placeholder: HuangPlaceholder, Note: HuangNote} }
+
+// Validate reports a setting that would send a blank message: a placeholder
+// or note given but made only of spaces. An empty field is valid (the
+// default).
+func (o AOOptions) Validate() error {
+	if o.Placeholder != "" && strings.TrimSpace(o.Placeholder) == "" {
+		return errors.New("ao placeholder is blank: give a visible text or leave it unset for the default")
+	}
+	if o.Note != "" && strings.TrimSpace(o.Note) == "" {
+		return errors.New("ao note is blank: give a visible text or leave it unset for the default")
+	}
+	return nil
+}
+
 // AssistantOmission is ao: the user side of C_t, with every earlier
 // assistant or tool message replaced by one fixed placeholder (keeping its
 // role, so the turn structure stays intact), and a short note explaining the
@@ -36,13 +81,15 @@ type AssistantOmission struct {
 	version           string
 }
 
-// NewAssistantOmission returns ao with opts' placeholder and note, or the
-// defaults. A custom placeholder without a custom note gets the default note
-// rewritten to name it.
+// NewAssistantOmission returns ao with opts.AO's placeholder and note, or
+// the defaults. A custom placeholder without a custom note gets the default
+// note rewritten to name it. It does not check opts.AO (ByName does; see
+// AOOptions.Validate).
 func NewAssistantOmission(opts Options) AssistantOmission {
-	s := AssistantOmission{placeholder: DefaultPlaceholder, note: opts.Note, version: "1"}
-	if opts.Placeholder != "" {
-		s.placeholder = opts.Placeholder
+	o := opts.AO
+	s := AssistantOmission{placeholder: DefaultPlaceholder, note: o.Note, version: "1"}
+	if o.Placeholder != "" {
+		s.placeholder = o.Placeholder
 	}
 	if s.note == "" {
 		s.note = noteFor(s.placeholder)

@@ -39,8 +39,8 @@ func TestVersionFollowsOptions(t *testing.T) {
 	if def.Version() != "1" {
 		t.Errorf("default ao version = %q, want 1", def.Version())
 	}
-	custom, _ := curate.ByName("ao", curate.Options{Placeholder: "[hidden]"})
-	other, _ := curate.ByName("ao", curate.Options{Placeholder: "[gone]"})
+	custom, _ := curate.ByName("ao", curate.Options{AO: curate.AOOptions{Placeholder: "[hidden]"}})
+	other, _ := curate.ByName("ao", curate.Options{AO: curate.AOOptions{Placeholder: "[gone]"}})
 	if custom.Version() == def.Version() || custom.Version() == other.Version() {
 		t.Errorf("versions do not separate settings: %q %q %q", def.Version(), custom.Version(), other.Version())
 	}

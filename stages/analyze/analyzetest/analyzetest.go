@@ -39,9 +39,12 @@ const (
 	KindEvaluate   = "evaluate"
 	KindSingle     = "single-pass"
 	KindRewrite    = "rewrite"
-	KindSummary    = "summary"
-	KindReflect    = "reflect"
-	KindUnify      = "unify"
+	// KindRewritePaper is the rewrite call with the paper variant's prompt
+	// (analyze.RewritePaper); Script.Rewrite answers both.
+	KindRewritePaper = "rewrite-paper"
+	KindSummary      = "summary"
+	KindReflect      = "reflect"
+	KindUnify        = "unify"
 )
 
 // Kind tells which analyzer call a request is, from its system message ("" for
@@ -59,6 +62,8 @@ func Kind(req llmtest.ChatRequest) string {
 		return KindSingle
 	case strings.Contains(sys, "You prepare the context an assistant will read"):
 		return KindRewrite
+	case strings.Contains(sys, "You write the one message that will stand in for a conversation's history"):
+		return KindRewritePaper
 	case strings.Contains(sys, "You summarise one reply"):
 		return KindSummary
 	case strings.Contains(sys, "You help a reviewer"):
@@ -123,6 +128,9 @@ func Install(s *llmtest.Server, sc Script) {
 				ans = tag(n, "spec", spec) + "\n" + tag(n, "aligned", aligned) + "\n" + tag(n, "issues", issues)
 			case KindRewrite:
 				ans = "Here is the briefing.\n" + tag(n, "context", pick(sc.Rewrite, "briefing of turn "+strconv.Itoa(t)))
+			case KindRewritePaper:
+				// The paper variant may reason in plain text before its section.
+				ans = "Thinking it over: keep what the notes call on track.\n\n" + tag(n, "context", pick(sc.Rewrite, "briefing of turn "+strconv.Itoa(t)))
 			case KindSummary:
 				reply := between(r.Last(), "<assistant_reply>\n", "\n</assistant_reply>")
 				sum := "summary: " + firstWords(reply, 4)
