@@ -1,15 +1,28 @@
 // Package pollution is the "pollution" annotation stage: for each assistant
-// turn from round 2 on it says whether the reply carries over an earlier
-// mistake from the conversation (context pollution, DESIGN.md §2), in which
-// category, from which earlier turns, how sure the annotator is and why.
+// reply from round 2 on it says whether the reply is polluted by the
+// assistant's own earlier replies in the conversation (context pollution,
+// DESIGN.md §2; Huang et al.), in which category, from which earlier
+// replies, how sure the annotator is and why.
 //
-// Categories: intent_override (an earlier reading of what the user wants
-// overrides what they now ask), code_carryover (faulty code from an earlier
-// reply is reused), factual_hallucination_carryover (an invented fact is
-// repeated), reasoning_trace_carryover (a wrong line of reasoning is
-// continued), formula_carryover (a wrong formula or derivation is reused).
-// Sources are distances back from round t, as in classify: "1a" is a_{t-1},
-// "2u" is u_{t-2}.
+// Categories (prompts/pollution.tmpl words them for the model):
+//   - intent_override: the reply keeps to the plan, story, assumption or
+//     kind of answer of an earlier reply and so misses what the latest user
+//     message asks or changes;
+//   - code_carryover: code from an earlier reply reappears where it does not
+//     belong (a bug, an invented API or argument, settings of another
+//     library), or an earlier language's syntax leaks in after the user
+//     switched languages;
+//   - factual_hallucination_carryover: a false statement an earlier reply
+//     made is repeated or built on;
+//   - reasoning_trace_carryover: the verbose manner or stylistic habits of
+//     earlier replies are copied or amplified (not flawed reasoning as such:
+//     a wrong claim carried forward takes the category of its content);
+//   - formula_carryover: an earlier formula is reused wrongly, whether it was
+//     wrong from the start or right but applied where it does not hold.
+//
+// Sources are earlier assistant replies as distances back from round t
+// ("1a" is a_{t-1}); a polluted label names at least one, and a user
+// message is never a source.
 //
 // Only a model annotates pollution (variant "llm"); there is no rule-based
 // baseline, so without an endpoint the stage is skipped, never faked.

@@ -60,9 +60,9 @@ type Field struct {
 // conversation_id, turn (t of the assistant turn a_t) and variant.
 func Fields() []Field {
 	return []Field{
-		{"present", "bool", "the reply carries over an earlier mistake"},
+		{"present", "bool", "the reply carries over something wrong from the assistant's earlier replies"},
 		{"category", "string", strings.Join(Categories(), " | ") + ` | "" when absent`},
-		{"sources", "list<string>", `earlier turns the mistake comes from: "1a" = a_{t-1}, "2u" = u_{t-2}`},
+		{"sources", "list<string>", `earlier assistant replies the carried-over material comes from: "1a" = a_{t-1}, "2a" = a_{t-2}`},
 		{"confidence", "float64", "the annotator's confidence, 0..1"},
 		{"justification", "string", "one or two sentences"},
 		{"annotator", "string", `"llm:<model>"`},
@@ -117,16 +117,21 @@ func render(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
 	return annotator.RenderTranscript(a.Prompt(), in.Turn, es)
 }
 
-// checkSource accepts "ka" or "ku" with 1 <= k < t, and "0u" (u_t itself,
-// for an intent the reply overrides).
+// checkSource accepts "ka" with 1 <= k < t: an earlier assistant reply.
+// Pollution is the assistant's own output leaking forward, so a user
+// message is never its source; naming one means the answer misread the
+// task, and it is asked again.
 func checkSource(s string, t int) (string, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
-	if len(s) < 2 || (s[len(s)-1] != 'a' && s[len(s)-1] != 'u') {
-		return "", fmt.Errorf("source %q: want a distance and u or a, e.g. 1a", s)
+	if len(s) < 2 || s[len(s)-1] != 'a' {
+		if strings.HasSuffix(s, "u") {
+			return "", fmt.Errorf("source %q is a user message; sources are earlier assistant replies, e.g. 1a", s)
+		}
+		return "", fmt.Errorf("source %q: want a distance and a, e.g. 1a", s)
 	}
 	k, err := strconv.Atoi(s[:len(s)-1])
-	if err != nil || k < 0 || k > t-1 || (k == 0 && s[len(s)-1] == 'a') {
-		return "", fmt.Errorf("source %q: not an earlier message of round %d", s, t)
+	if err != nil || k < 1 || k > t-1 {
+		return "", fmt.Errorf("source %q: not an earlier assistant reply of round %d", s, t)
 	}
 	return s, nil
 }
@@ -144,6 +149,11 @@ func check(t int) func(wire) (Label, error) {
 		}
 		if w.Category == "" {
 			return Label{}, errors.New("present without a category")
+		}
+		if len(w.Sources) == 0 {
+			// Carryover needs something carried: without a source the
+			// label cannot be checked, and is asked again.
+			return Label{}, errors.New("present without a source reply")
 		}
 		l.Category = w.Category
 		seen := map[string]bool{}

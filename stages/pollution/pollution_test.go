@@ -56,6 +56,10 @@ func TestAnswers(t *testing.T) {
 		{"present without a category", `{"present": true, "category": "", "sources": ["1a"], "confidence": 0.7, "justification": "x"}`, true, false, ""},
 		{"unknown category", `{"present": true, "category": "vibes", "sources": ["1a"], "confidence": 0.7, "justification": "x"}`, true, false, ""},
 		{"source that does not exist", `{"present": true, "category": "code_carryover", "sources": ["4a"], "confidence": 0.7, "justification": "x"}`, true, false, ""},
+		{"user message as source", `{"present": true, "category": "intent_override", "sources": ["0u"], "confidence": 0.7, "justification": "x"}`, true, false, ""},
+		{"present without a source", `{"present": true, "category": "reasoning_trace_carryover", "sources": [], "confidence": 0.7, "justification": "x"}`, true, false, ""},
+		{"reasoning trace carryover", `{"present": true, "category": "reasoning_trace_carryover", "sources": [" 1A "], "confidence": 0.5, "justification": "the same runaway list, longer"}`, false, true, "reasoning_trace_carryover"},
+		{"confidence out of range", `{"present": false, "category": "", "sources": [], "confidence": 1.5, "justification": "x"}`, true, false, ""},
 		{"not JSON", `maybe`, true, false, ""},
 	}
 	for _, tc := range tests {
