@@ -24,16 +24,17 @@
 // ("1a" is a_{t-1}); a polluted label names at least one, and a user
 // message is never a source.
 //
-// Only a model annotates pollution (variant "llm"); there is no rule-based
-// baseline, so without an endpoint the stage is skipped, never faked.
+// Only a model annotates pollution; there is no rule-based baseline, so
+// without an endpoint the stage is skipped, never faked.
 //
-// Generated turns. The annotator judges an Input: the history before the
-// reply (taken from the conversation up to and including u_t) and the reply
-// text itself, passed separately, with an Origin naming where the reply came
-// from. The stage builds Inputs from the dataset's own assistant turns
-// (Origin "dataset"). A later stage that generates replies (respond) builds
-// the same Input with its generated text and Origin set to the strategy
-// that produced it, calls LLM.Annotate, and stores the Label in its own
-// units; the prompt, parser and output format are shared, so dataset and
-// generated turns are annotated alike.
+// Which replies. Variant "llm" (VariantDataset) reviews the dataset's own
+// assistant turns. Variants "responses:<respond variant>" (ResponsesVariant)
+// review the replies the respond stage generated under each strategy, one
+// label per sample, stored as Generated; see ResponseOptions for what the
+// annotator sees and why. A generated reply that cannot be reviewed
+// (respond's unit missing, failed or stale) gives a failed unit naming the
+// reason, never a clean label. Both kinds share one prompt and parser, and
+// the prompt never says where the reply came from.
+//
+// Summarize (summary.go) is the summary of one variant.
 package pollution

@@ -40,6 +40,18 @@ func TestGeneratedReply(t *testing.T) {
 	if !strings.Contains(all, "[now] assistant, turn 2\nGENERATED-REPLY") || strings.Contains(all, "str(s)") {
 		t.Errorf("generated reply not in place of a_2:\n%s", all)
 	}
+	// The review is blind to what generated the reply.
+	if strings.Contains(all, "gated-reset") {
+		t.Errorf("the prompt names the strategy:\n%s", all)
+	}
+	// Dataset and generated replies get the same prompt but for the reply.
+	ds, _ := pollution.DatasetInput(annotatortest.Sample(), 2)
+	dmsgs, _ := (&pollution.LLM{}).Messages(ds)
+	// (The nonce differs: it is drawn from the texts shown.)
+	head := func(s string) string { h, _, _ := strings.Cut(s, "<answer id="); return h }
+	if head(dmsgs[0].Content) != head(msgs[0].Content) {
+		t.Error("the system prompt differs between dataset and generated replies")
+	}
 }
 
 func TestAnswers(t *testing.T) {
