@@ -36,5 +36,8 @@
 // reason, never a clean label. Both kinds share one prompt and parser, and
 // the prompt never says where the reply came from.
 //
-// Summarize (summary.go) is the summary of one variant.
+// Rates folds the units of every variant into pollution rates per variant
+// and category, with Wilson intervals, and exact McNemar tests between
+// variants on the replies both reviewed; the dataset's rate sits beside the
+// strategies'. Summarize (summary.go) is the summary of one variant.
 package pollution

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -169,6 +170,65 @@ func TestReviewsGeneratedRepliesPerStrategy(t *testing.T) {
 	}
 	if _, err := pollution.DecodeGenerated(got["llm/3"].Output); err == nil {
 		t.Error("a dataset label decoded as a generated unit")
+	}
+
+	// The whole run folds into rates per variant and paired tests.
+	var vs []ledger.Variant
+	st, _ := pollution.New(&pollution.LLM{Client: annotatortest.Client(t, srv)}, opts)
+	for _, v := range st.Variants() {
+		vs = append(vs, ledger.Variant(v))
+	}
+	r := pollution.NewRates()
+	if err := l.Units(ctx, pollution.StageName, vs, 0, math.MaxInt64, r.Add); err != nil {
+		t.Fatal(err)
+	}
+	sum := r.Result()
+	var names []string
+	for _, v := range sum.Variants {
+		names = append(names, v.Variant)
+	}
+	if strings.Join(names, " ") != "llm responses:ao responses:fc responses:fc@big" {
+		t.Fatalf("variants %v", names)
+	}
+	type row struct{ units, replies, failed, unav, polluted, code, formula, convs, convPolluted int }
+	want := map[string]row{
+		"llm":              {2, 2, 0, 0, 1, 1, 0, 1, 1},
+		"responses:ao":     {3, 1, 0, 2, 0, 0, 0, 1, 0},
+		"responses:fc":     {3, 6, 0, 0, 3, 2, 1, 1, 1},
+		"responses:fc@big": {3, 1, 0, 2, 1, 1, 0, 1, 1},
+	}
+	for _, v := range sum.Variants {
+		g := row{v.Units, v.Replies, v.Failed, v.Unavailable, v.Any.Count, v.Categories[1].Replies.Count, v.Categories[4].Replies.Count, v.Conversations, v.AnyConversations.Count}
+		if g != want[v.Variant] || v.Any.Of != v.Replies {
+			t.Errorf("%s: %+v, want %+v", v.Variant, g, want[v.Variant])
+		}
+	}
+	fc := sum.Variants[2]
+	if fc.Source != "fc" || math.Abs(fc.Categories[1].MeanConfidence-0.8) > 1e-12 || math.Abs(fc.AbsentConfidence-0.9) > 1e-12 {
+		t.Errorf("fc confidences: %+v", fc)
+	}
+	type pair struct{ pairs, pa, pb, onlyA, onlyB int }
+	wantPairs := map[string]pair{
+		"llm|responses:ao":              {1, 0, 0, 0, 0},
+		"llm|responses:fc":              {2, 1, 2, 0, 1}, // turn 2 clean vs polluted, turn 3 both
+		"llm|responses:fc@big":          {1, 0, 1, 0, 1},
+		"responses:ao|responses:fc":     {1, 0, 1, 0, 1},
+		"responses:ao|responses:fc@big": {1, 0, 1, 0, 1},
+		"responses:fc|responses:fc@big": {1, 1, 1, 0, 0},
+	}
+	n := 0
+	for _, p := range sum.Pairs {
+		if p.Category != "" {
+			continue
+		}
+		n++
+		g := pair{p.Pairs, p.PollutedA, p.PollutedB, p.OnlyA, p.OnlyB}
+		if w, ok := wantPairs[p.A+"|"+p.B]; !ok || g != w || p.P != 1 {
+			t.Errorf("pair %s|%s: %+v p=%v, want %+v p=1", p.A, p.B, g, p.P, w)
+		}
+	}
+	if n != len(wantPairs) || len(sum.Pairs) != n*(1+len(pollution.Categories())) {
+		t.Errorf("%d pairs (%d rows), want %d", n, len(sum.Pairs), len(wantPairs))
 	}
 }
 
