@@ -269,6 +269,10 @@ func TestGeneratedSamplesAndFailures(t *testing.T) {
 	if vs := st.Variants(); len(vs) != 1 || vs[0].Name != "responses:fc" || !strings.Contains(vs[0].Version, ";on=responses;respond=v;samples=2") {
 		t.Fatalf("variants %+v", vs)
 	}
+	ins, err := st.Reviews(ctx, c)
+	if err != nil || len(ins) != 3 || ins[0].Reply != "S0 clean" || ins[2].Reply != "T1 clean" || ins[2].Origin != "fc" || srv.Count() != 0 {
+		t.Fatalf("reviews %+v, %v (%d calls)", ins, err, srv.Count())
+	}
 	res, err := st.Process(ctx, pipeline.Task{Conv: c, Variants: st.Variants()})
 	if err != nil {
 		t.Fatal(err)

@@ -276,7 +276,9 @@ func New(a *LLM, opts Options) (*Stage, error) {
 	if opts.Dataset {
 		s.variants = append(s.variants, pipeline.Variant{Name: VariantDataset, Version: a.Version() + ";on=" + OriginDataset})
 	}
-	if r := opts.Responses; r != nil {
+	if opts.Responses != nil {
+		r := *opts.Responses // the caller's struct may change after New
+		s.opts.Responses = &r
 		vs, err := r.variants(a.Version())
 		if err != nil {
 			return nil, fmt.Errorf("creating pollution stage: %w", err)
@@ -313,6 +315,37 @@ func Turns(c *conv.Conversation) []int {
 // ModelWindow implements pipeline.ModelStage: the window of the
 // annotator's endpoint.
 func (s *Stage) ModelWindow() int { return pipeline.DefaultWindow(s.llm.Client, s.llm.Role) }
+
+// Reviews returns the replies of c the stage would send for review, for
+// dry runs and cost estimates: the dataset's replies when Dataset is set,
+// then each generated variant's samples. It reads respond's units but calls
+// no model.
+func (s *Stage) Reviews(ctx context.Context, c *conv.Conversation) ([]Input, error) {
+	var out []Input
+	if s.opts.Dataset {
+		for _, t := range Turns(c) {
+			in, _ := DatasetInput(c, t)
+			out = append(out, in)
+		}
+	}
+	if s.opts.Responses == nil {
+		return out, nil
+	}
+	byRespond, err := s.generated(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, rv := range s.opts.Responses.strategies() {
+		for _, g := range byRespond[rv] {
+			for _, in := range g.inputs {
+				if in.Reply != "" {
+					out = append(out, in)
+				}
+			}
+		}
+	}
+	return out, nil
+}
 
 // call is one review the task makes: the reply of in, for unit unit of
 // result result and, for generated replies, the sample slot it fills.
