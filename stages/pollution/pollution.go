@@ -42,8 +42,21 @@ func (l Label) Encode() ([]byte, error) {
 	return json.Marshal(l)
 }
 
-// Decode reads a stored pollution unit output.
+// Decode reads the stored output of a unit that reviewed a dataset reply
+// (variant "llm"). The output of a unit on generated replies (a
+// "responses:" variant) is refused with an error saying so: read as a
+// Label it would look like a clean reply, which would count as "not
+// polluted" instead of failing.
 func Decode(b []byte) (Label, error) {
+	var probe struct {
+		Samples json.RawMessage `json:"samples"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return Label{}, fmt.Errorf("decoding pollution label: %w", err)
+	}
+	if probe.Samples != nil {
+		return Label{}, errors.New("decoding pollution label: this unit reviewed generated replies; read it with DecodeGenerated")
+	}
 	var l Label
 	if err := json.Unmarshal(b, &l); err != nil {
 		return l, fmt.Errorf("decoding pollution label: %w", err)
@@ -60,9 +73,9 @@ type Field struct {
 // conversation_id, turn (t of the assistant turn a_t) and variant.
 func Fields() []Field {
 	return []Field{
-		{"present", "bool", "the reply carries over an earlier mistake"},
+		{"present", "bool", "the reply carries over something wrong from the assistant's earlier replies"},
 		{"category", "string", strings.Join(Categories(), " | ") + ` | "" when absent`},
-		{"sources", "list<string>", `earlier turns the mistake comes from: "1a" = a_{t-1}, "2u" = u_{t-2}`},
+		{"sources", "list<string>", `earlier assistant replies the carried-over material comes from: "1a" = a_{t-1}, "2a" = a_{t-2}`},
 		{"confidence", "float64", "the annotator's confidence, 0..1"},
 		{"justification", "string", "one or two sentences"},
 		{"annotator", "string", `"llm:<model>"`},
@@ -80,10 +93,13 @@ const OriginDataset = "dataset"
 
 // Input is one reply to review: the history before it and the reply.
 type Input struct {
-	Conv   *conv.Conversation // history source: C_t = everything up to and including u_t
-	Turn   int                // t, the round of the reply (>= 2)
-	Reply  string             // the assistant reply to review (a_t, or a generated one)
-	Origin string             // OriginDataset, or the name of what generated Reply
+	Conv  *conv.Conversation // history source: C_t = everything up to and including u_t
+	Turn  int                // t, the round of the reply (>= 2)
+	Reply string             // the assistant reply to review (a_t, or a generated one)
+	// Origin is OriginDataset, or the respond variant that generated
+	// Reply. It is recorded, never shown to the annotator: the review is
+	// blind to the strategy.
+	Origin string
 }
 
 // DatasetInput returns the Input for the dataset's own a_t, and false when
@@ -117,16 +133,21 @@ func render(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
 	return annotator.RenderTranscript(a.Prompt(), in.Turn, es)
 }
 
-// checkSource accepts "ka" or "ku" with 1 <= k < t, and "0u" (u_t itself,
-// for an intent the reply overrides).
+// checkSource accepts "ka" with 1 <= k < t: an earlier assistant reply.
+// Pollution is the assistant's own output leaking forward, so a user
+// message is never its source; naming one means the answer misread the
+// task, and it is asked again.
 func checkSource(s string, t int) (string, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
-	if len(s) < 2 || (s[len(s)-1] != 'a' && s[len(s)-1] != 'u') {
-		return "", fmt.Errorf("source %q: want a distance and u or a, e.g. 1a", s)
+	if len(s) < 2 || s[len(s)-1] != 'a' {
+		if strings.HasSuffix(s, "u") {
+			return "", fmt.Errorf("source %q is a user message; sources are earlier assistant replies, e.g. 1a", s)
+		}
+		return "", fmt.Errorf("source %q: want a distance and a, e.g. 1a", s)
 	}
 	k, err := strconv.Atoi(s[:len(s)-1])
-	if err != nil || k < 0 || k > t-1 || (k == 0 && s[len(s)-1] == 'a') {
-		return "", fmt.Errorf("source %q: not an earlier message of round %d", s, t)
+	if err != nil || k < 1 || k > t-1 {
+		return "", fmt.Errorf("source %q: not an earlier assistant reply of round %d", s, t)
 	}
 	return s, nil
 }
@@ -144,6 +165,11 @@ func check(t int) func(wire) (Label, error) {
 		}
 		if w.Category == "" {
 			return Label{}, errors.New("present without a category")
+		}
+		if len(w.Sources) == 0 {
+			// Carryover needs something carried: without a source the
+			// label cannot be checked, and is asked again.
+			return Label{}, errors.New("present without a source reply")
 		}
 		l.Category = w.Category
 		seen := map[string]bool{}
@@ -181,53 +207,101 @@ func (a *LLM) Messages(in Input) ([]conv.Message, error) {
 // malformed answer after retries or a rejected request gives a failed unit
 // with the raw text; budget, fatal endpoint and context errors are returned.
 func (a *LLM) Annotate(ctx context.Context, in Input) (pipeline.Unit, error) {
-	return a.annotate(ctx, in, 0)
+	u, _, err := a.review(ctx, in, 0)
+	return u, err
 }
 
-// annotate is Annotate for work `ac3 retry` re-queued retry times.
-func (a *LLM) annotate(ctx context.Context, in Input, retry int) (pipeline.Unit, error) {
+// review is Annotate for work `ac3 retry` re-queued retry times; it also
+// returns the label of a done unit (with Annotator set), so a stage that
+// stores several labels in one unit need not decode what it just encoded.
+func (a *LLM) review(ctx context.Context, in Input, retry int) (pipeline.Unit, Label, error) {
 	core := a.core()
 	msgs, tg, err := render(core, in)
 	if err != nil {
-		return pipeline.Unit{}, err
+		return pipeline.Unit{}, Label{}, err
 	}
+	var got Label
 	q := annotator.Query{Stage: StageName, Turn: in.Turn, Messages: msgs, Tagger: tg, CompletionEstimate: 160, Retry: retry}
 	u, err := annotator.Unit(ctx, core, q, check(in.Turn), func(l Label, name string) ([]byte, error) {
 		l.Annotator = name
+		got = l
 		return l.Encode()
 	})
 	if err != nil {
-		return pipeline.Unit{}, fmt.Errorf("reviewing reply %d: %w", in.Turn, err)
+		return pipeline.Unit{}, Label{}, fmt.Errorf("reviewing reply %d: %w", in.Turn, err)
 	}
-	return u, nil
+	return u, got, nil
 }
 
 // DefaultFrom is the first round reviewed: round 1 has nothing to carry over.
 const DefaultFrom = 2
 
-// Stage reviews the dataset's own assistant turns from round 2 on.
-type Stage struct {
-	llm *LLM
+// VariantDataset is the variant that reviews the dataset's own replies.
+const VariantDataset = "llm"
+
+// Options say which replies the stage reviews. Dataset, Responses or both
+// may be set; each is its own variant, so each is recorded and resumed on
+// its own.
+type Options struct {
+	// Dataset reviews the conversation's own assistant turns (variant
+	// VariantDataset).
+	Dataset bool
+	// Responses reviews the replies the respond stage generated; nil
+	// reviews none. See ResponseOptions.
+	Responses *ResponseOptions
 }
 
-// NewStage returns the stage.
-func NewStage(a *LLM) (*Stage, error) {
+// Stage reviews assistant replies from round 2 on: the dataset's own, the
+// generated ones, or both.
+type Stage struct {
+	llm       *LLM
+	opts      Options
+	variants  []pipeline.Variant
+	responses map[string]string // variant name → respond variant
+}
+
+// NewStage returns the stage that reviews the dataset's own replies.
+func NewStage(a *LLM) (*Stage, error) { return New(a, Options{Dataset: true}) }
+
+// New returns the stage with opts. It fails without a model client, when
+// it is given nothing to review, and when a respond variant to review has
+// no version in ResponseOptions.RespondVersions (respond has not planned
+// it in this run).
+func New(a *LLM, opts Options) (*Stage, error) {
 	if a == nil || a.Client == nil {
 		return nil, errors.New("creating pollution stage: it needs a model client")
 	}
 	a.core()
-	return &Stage{llm: a}, nil
+	s := &Stage{llm: a, opts: opts, responses: map[string]string{}}
+	if opts.Dataset {
+		s.variants = append(s.variants, pipeline.Variant{Name: VariantDataset, Version: a.Version() + ";on=" + OriginDataset})
+	}
+	if opts.Responses != nil {
+		r := *opts.Responses // the caller's struct may change after New
+		s.opts.Responses = &r
+		vs, err := r.variants(a.Version())
+		if err != nil {
+			return nil, fmt.Errorf("creating pollution stage: %w", err)
+		}
+		for _, v := range vs {
+			s.responses[v.Name] = strings.TrimPrefix(v.Name, responsesPrefix)
+		}
+		s.variants = append(s.variants, vs...)
+	}
+	if len(s.variants) == 0 {
+		return nil, errors.New("creating pollution stage: nothing to review (neither the dataset's replies nor generated ones)")
+	}
+	return s, nil
 }
 
 // Name implements pipeline.Stage.
 func (s *Stage) Name() string { return StageName }
 
 // Variants implements pipeline.Stage.
-func (s *Stage) Variants() []pipeline.Variant {
-	return []pipeline.Variant{{Name: "llm", Version: s.llm.Version() + ";on=" + OriginDataset}}
-}
+func (s *Stage) Variants() []pipeline.Variant { return s.variants }
 
-// Turns returns the rounds reviewed in c (for dry runs).
+// Turns returns the rounds of c whose dataset reply is reviewed (for dry
+// runs).
 func Turns(c *conv.Conversation) []int {
 	var out []int
 	for _, tr := range c.Turns() {
@@ -242,28 +316,113 @@ func Turns(c *conv.Conversation) []int {
 // annotator's endpoint.
 func (s *Stage) ModelWindow() int { return pipeline.DefaultWindow(s.llm.Client, s.llm.Role) }
 
-// Process implements pipeline.Stage. Each reply is reviewed against the
-// conversation alone, never against another reply's label, so the replies of
-// a conversation are reviewed concurrently (Task.Each) within the engine's
-// model window.
-func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
-	out := make([]pipeline.Result, 0, len(t.Variants))
-	for _, v := range t.Variants {
-		if v.Name != "llm" {
-			return nil, fmt.Errorf("reviewing %s: no annotator %q", t.Conv.ID, v.Name)
+// Reviews returns the replies of c the stage would send for review, for
+// dry runs and cost estimates: the dataset's replies when Dataset is set,
+// then each generated variant's samples. It reads respond's units but calls
+// no model.
+func (s *Stage) Reviews(ctx context.Context, c *conv.Conversation) ([]Input, error) {
+	var out []Input
+	if s.opts.Dataset {
+		for _, t := range Turns(c) {
+			in, _ := DatasetInput(c, t)
+			out = append(out, in)
 		}
-		turns := Turns(t.Conv)
-		units := make([]pipeline.Unit, len(turns))
-		err := t.Each(ctx, len(turns), 0, func(ctx context.Context, i int) error {
-			in, _ := DatasetInput(t.Conv, turns[i])
-			u, err := s.llm.annotate(ctx, in, t.Retry)
-			units[i] = u
-			return err
-		})
-		if err != nil {
-			return nil, err
+	}
+	if s.opts.Responses == nil {
+		return out, nil
+	}
+	byRespond, err := s.generated(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, rv := range s.opts.Responses.strategies() {
+		for _, g := range byRespond[rv] {
+			for _, in := range g.inputs {
+				if in.Reply != "" {
+					out = append(out, in)
+				}
+			}
 		}
-		out = append(out, pipeline.Result{Variant: v, Units: units})
 	}
 	return out, nil
+}
+
+// call is one review the task makes: the reply of in, for unit unit of
+// result result and, for generated replies, the sample slot it fills.
+type call struct {
+	result, unit, slot int // slot < 0: the unit is the review itself
+	in                 Input
+}
+
+// Process implements pipeline.Stage. Each reply is reviewed against the
+// conversation alone, never against another reply's label, so every review
+// of a conversation, across variants, runs concurrently (Task.Each) within
+// the engine's model window. A generated reply that cannot be reviewed (its
+// respond unit is missing, failed or stale) gives a failed unit saying why,
+// with no model call; errors that would fail every unit (budget, fatal
+// endpoint, cancellation) are returned and leave the task pending.
+func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
+	results := make([]pipeline.Result, len(t.Variants))
+	gens := make([][]*genUnit, len(t.Variants)) // generated units per result
+	var calls []call
+	var byRespond map[string][]*genUnit
+	for ri, v := range t.Variants {
+		results[ri].Variant = v
+		switch rv, gen := s.responses[v.Name]; {
+		case v.Name == VariantDataset && s.opts.Dataset:
+			turns := Turns(t.Conv)
+			results[ri].Units = make([]pipeline.Unit, len(turns))
+			for i, turn := range turns {
+				in, _ := DatasetInput(t.Conv, turn)
+				calls = append(calls, call{result: ri, unit: i, slot: -1, in: in})
+			}
+		case gen:
+			if byRespond == nil {
+				var err error
+				if byRespond, err = s.generated(ctx, t.Conv); err != nil {
+					return nil, err
+				}
+			}
+			gens[ri] = byRespond[rv]
+			for ui, g := range gens[ri] {
+				for slot, in := range g.inputs {
+					if in.Reply != "" {
+						calls = append(calls, call{result: ri, unit: ui, slot: slot, in: in})
+					}
+				}
+			}
+		default:
+			return nil, fmt.Errorf("reviewing %s: no variant %q", t.Conv.ID, v.Name)
+		}
+	}
+	type reviewed struct {
+		u pipeline.Unit
+		l Label
+	}
+	got := make([]reviewed, len(calls))
+	err := t.Each(ctx, len(calls), 0, func(ctx context.Context, i int) error {
+		u, l, err := s.llm.review(ctx, calls[i].in, t.Retry)
+		got[i] = reviewed{u, l}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range calls {
+		if c.slot < 0 {
+			results[c.result].Units[c.unit] = got[i].u
+		} else {
+			gens[c.result][c.unit].fill(c.slot, got[i].u, got[i].l)
+		}
+	}
+	for ri, gs := range gens {
+		for _, g := range gs {
+			u, err := g.unit()
+			if err != nil {
+				return nil, fmt.Errorf("reviewing %s: %w", t.Conv.ID, err)
+			}
+			results[ri].Units = append(results[ri].Units, u)
+		}
+	}
+	return results, nil
 }

@@ -40,6 +40,18 @@ func TestGeneratedReply(t *testing.T) {
 	if !strings.Contains(all, "[now] assistant, turn 2\nGENERATED-REPLY") || strings.Contains(all, "str(s)") {
 		t.Errorf("generated reply not in place of a_2:\n%s", all)
 	}
+	// The review is blind to what generated the reply.
+	if strings.Contains(all, "gated-reset") {
+		t.Errorf("the prompt names the strategy:\n%s", all)
+	}
+	// Dataset and generated replies get the same prompt but for the reply.
+	ds, _ := pollution.DatasetInput(annotatortest.Sample(), 2)
+	dmsgs, _ := (&pollution.LLM{}).Messages(ds)
+	// (The nonce differs: it is drawn from the texts shown.)
+	head := func(s string) string { h, _, _ := strings.Cut(s, "<answer id="); return h }
+	if head(dmsgs[0].Content) != head(msgs[0].Content) {
+		t.Error("the system prompt differs between dataset and generated replies")
+	}
 }
 
 func TestAnswers(t *testing.T) {
@@ -56,6 +68,10 @@ func TestAnswers(t *testing.T) {
 		{"present without a category", `{"present": true, "category": "", "sources": ["1a"], "confidence": 0.7, "justification": "x"}`, true, false, ""},
 		{"unknown category", `{"present": true, "category": "vibes", "sources": ["1a"], "confidence": 0.7, "justification": "x"}`, true, false, ""},
 		{"source that does not exist", `{"present": true, "category": "code_carryover", "sources": ["4a"], "confidence": 0.7, "justification": "x"}`, true, false, ""},
+		{"user message as source", `{"present": true, "category": "intent_override", "sources": ["0u"], "confidence": 0.7, "justification": "x"}`, true, false, ""},
+		{"present without a source", `{"present": true, "category": "reasoning_trace_carryover", "sources": [], "confidence": 0.7, "justification": "x"}`, true, false, ""},
+		{"reasoning trace carryover", `{"present": true, "category": "reasoning_trace_carryover", "sources": [" 1A "], "confidence": 0.5, "justification": "the same runaway list, longer"}`, false, true, "reasoning_trace_carryover"},
+		{"confidence out of range", `{"present": false, "category": "", "sources": [], "confidence": 1.5, "justification": "x"}`, true, false, ""},
 		{"not JSON", `maybe`, true, false, ""},
 	}
 	for _, tc := range tests {
