@@ -133,7 +133,11 @@ func readAnnotations(ctx context.Context, src Source, plans map[string][]ledger.
 				types[turnKey{u.ConvID, u.Turn}] = l.Type
 			}
 		}
-		s := classify.Summarize(us)
+		z := classify.NewSummarizer()
+		for _, u := range us {
+			z.Add(u)
+		}
+		s := z.Summary()
 		d := &TurnTypeSummary{Variant: v.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
 			Types: []Share{}, Annotators: counts(s.Annotators, nil), SelfContained: s.SelfContained, Refs: counts(s.Refs, s.RefTags())}
 		for _, ts := range s.Types {
@@ -146,7 +150,11 @@ func readAnnotations(ctx context.Context, src Source, plans map[string][]ledger.
 		if err != nil {
 			return nil, nil, err
 		}
-		s := pollution.Summarize(us)
+		z := pollution.NewSummarizer()
+		for _, u := range us {
+			z.Add(u)
+		}
+		s := z.Summary()
 		p := &PollutionSummary{Variant: v.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
 			AnyTurns: pshare(s.AnyTurns), AnyConversations: pshare(s.AnyConversations),
 			ByCategory: []CategoryShare{}, Annotators: counts(s.Annotators, nil)}
@@ -160,7 +168,11 @@ func readAnnotations(ctx context.Context, src Source, plans map[string][]ledger.
 		if err != nil {
 			return nil, nil, err
 		}
-		s := constraints.Summarize(us)
+		z := constraints.NewSummarizer()
+		for _, u := range us {
+			z.Add(u)
+		}
+		s := z.Summary()
 		c := &ConstraintSummary{Variant: v.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
 			TurnsWithNew: s.TurnsWithNew, ConversationsWithAny: s.ConversationsWithAny, Constraints: s.Constraints,
 			ByType: []Share{}, ByTurn: []Count{}, Annotators: counts(s.Annotators, nil)}
