@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/judge/report"
+	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
@@ -46,6 +48,35 @@ func (f *fakeRun) Units(_ context.Context, stage string, vs []ledger.Variant, af
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// EachPage pages through the conversations that have a unit, size at a
+// time, as the ledger pages through the kept ones.
+func (f *fakeRun) EachPage(ctx context.Context, size int, fn func(page []ledger.Stored, after, upto int64) error) error {
+	seqs := map[int64]string{}
+	for _, us := range f.units {
+		for _, u := range us {
+			seqs[u.ConvSeq] = u.ConvID
+		}
+	}
+	keys := make([]int64, 0, len(seqs))
+	for k := range seqs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var after int64
+	for start := 0; start < len(keys); start += size {
+		var page []ledger.Stored
+		for _, k := range keys[start:min(start+size, len(keys))] {
+			page = append(page, ledger.Stored{Seq: k, Conv: &conv.Conversation{ID: seqs[k]}})
+		}
+		upto := page[len(page)-1].Seq
+		if err := fn(page, after, upto); err != nil {
+			return err
+		}
+		after = upto
 	}
 	return nil
 }
