@@ -34,6 +34,9 @@ type Options struct {
 	Level            float64
 	MinN             int
 	MinConversations int
+	// PageSize is how many conversations are read at a time (default
+	// 512). It changes memory and the number of queries, never a number.
+	PageSize int
 }
 
 func (o Options) stats() stats.Options {
@@ -232,7 +235,7 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 		return nil, err
 	}
 	f := newFold(plans, so, def.Level)
-	err = src.EachPage(ctx, pageSize, func(_ []ledger.Stored, after, upto int64) error {
+	err = src.EachPage(ctx, cmpOr(opts.PageSize, pageSize), func(_ []ledger.Stored, after, upto int64) error {
 		return f.page(ctx, src, after, upto)
 	})
 	if err != nil {
