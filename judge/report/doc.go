@@ -15,12 +15,13 @@
 // Memory. Build is a fold over pages of conversations: for each page it
 // reads every stage's units of those conversations (annotations first, so
 // the page's turn types join its verdicts and curated contexts), feeds them
-// to accumulators and forgets them. Nothing is held per unit or per turn.
-// The one thing that grows with the run is what the conversation bootstrap
-// needs: per judge pair and dimension, one 12-byte record per conversation
-// with a verdict in each summary (overall, each turn type, each round), and
-// once per report the ids of those conversations, because the resampling
-// visits conversations in id order.
+// to accumulators and forgets them. The one thing that grows with the run
+// is what the conversation bootstrap needs: per judge pair and dimension, a
+// varint record of 3–4 bytes per conversation with a verdict in each
+// summary (overall, each turn type, each round: the round records add up to
+// one per judged turn), and once per report the ids of those conversations
+// (the id's bytes plus 12), because the resampling visits conversations in
+// id order.
 //
 // Progress. The report lists, per planned stage variant, the units done,
 // the failed ones grouped by reason with one example, and the conversations

@@ -20,9 +20,9 @@ const pageSize = 512
 // fold is the report being built page by page. What it keeps across pages
 // is bounded by the number of stages, variants, dimensions, turn types and
 // rounds, with one exception: the conversation bootstrap needs each
-// conversation's counts, so the judge pairs keep one 12-byte record per
-// conversation and summary (see tally) and the ids of the conversations
-// with a verdict (see convTable).
+// conversation's counts, so the judge pairs keep a record of 3–4 bytes per
+// conversation and summary (see tally) and the report the ids of the
+// conversations with a verdict (see convTable).
 type fold struct {
 	so        stats.Options
 	ann       *annotationFold
@@ -66,7 +66,6 @@ func newFold(plans map[string][]ledger.Variant, so stats.Options, level float64)
 // verdicts and curated contexts are read.
 func (f *fold) page(ctx context.Context, src Source, after, upto int64) error {
 	clear(f.types)
-	f.convs.startPage()
 	if err := f.ann.page(ctx, src, after, upto, f.types, f.progress); err != nil {
 		return err
 	}
@@ -88,14 +87,21 @@ func (f *fold) page(ctx context.Context, src Source, after, upto int64) error {
 			return err
 		}
 	}
-	return f.cur.page(ctx, src, after, upto, f.types, f.progress)
+	if err := f.cur.page(ctx, src, after, upto, f.types, f.progress); err != nil {
+		return err
+	}
+	return f.convs.endPage()
 }
 
 // fill writes the folded numbers into r once every page was read.
-func (f *fold) fill(r *Report) {
+func (f *fold) fill(r *Report) error {
 	ranks := f.convs.ranks()
 	for _, p := range f.pairs {
-		r.Pairs = append(r.Pairs, p.report(ranks, f.so))
+		pr, err := p.report(f.convs, ranks, f.so)
+		if err != nil {
+			return err
+		}
+		r.Pairs = append(r.Pairs, pr)
 	}
 	f.judgeInfo.fill(r)
 	for _, rf := range f.respond {
@@ -103,6 +109,7 @@ func (f *fold) fill(r *Report) {
 	}
 	f.cur.fill(r, f.level)
 	r.Annotations = f.ann.annotations()
+	return nil
 }
 
 // respondFold folds the units of one respond variant.

@@ -271,3 +271,30 @@ func TestFailureReasonsAreBounded(t *testing.T) {
 		t.Errorf("%d reasons covering %d of %d failed units", len(p.Failures), sum, p.UnitsFailed)
 	}
 }
+
+// reversed serves a run's units in the wrong order, as a broken source
+// might: the report must refuse with an error, not panic or miscount.
+type reversed struct{ *fakeRun }
+
+func (r reversed) Units(ctx context.Context, stage string, vs []ledger.Variant, after, upto int64, fn func(ledger.Unit) error) error {
+	var us []ledger.Unit
+	if err := r.fakeRun.Units(ctx, stage, vs, after, upto, func(u ledger.Unit) error {
+		us = append(us, u)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i := len(us) - 1; i >= 0; i-- {
+		if err := fn(us[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestReportRefusesUnitsOutOfOrder(t *testing.T) {
+	_, err := report.Build(context.Background(), reversed{randomRun(t, 3, 5)}, report.Options{})
+	if err == nil || !strings.Contains(err.Error(), "came after seq") {
+		t.Errorf("units out of order: err = %v", err)
+	}
+}

@@ -59,7 +59,7 @@ type dimFold struct {
 }
 
 // add folds one stored judge unit. types gives the turn types of the
-// unit's page; convs numbers its conversation.
+// unit's page; convs keeps the ids of conversations with verdicts.
 func (p *pairFold) add(u ledger.Unit, types map[pageTurn]string, convs *convTable, info *judgeInfo) error {
 	if u.Status != ledger.Done {
 		p.pr.UnitsFailed++
@@ -98,13 +98,13 @@ func (p *pairFold) add(u ledger.Unit, types map[pageTurn]string, convs *convTabl
 	if tt == "" {
 		tt = Unclassified
 	}
-	conv := convs.index(u.ConvSeq, u.ConvID)
+	convs.note(u.ConvSeq, u.ConvID)
 	for _, ob := range obs {
 		d := p.dim(ob.Dimension)
 		if d == nil {
 			continue
 		}
-		d.add(ob, tt, conv)
+		d.add(ob, tt, u.ConvSeq)
 	}
 	return nil
 }
@@ -118,21 +118,21 @@ func (p *pairFold) dim(name string) *dimFold {
 	return nil
 }
 
-func (d *dimFold) add(ob judge.Observation, tt string, conv uint32) {
+func (d *dimFold) add(ob judge.Observation, tt string, seq int64) {
 	v := ob.Verdict(tt)
-	d.overall.add(conv, v.Outcome)
+	d.overall.add(seq, v.Outcome)
 	t := d.byType[tt]
 	if t == nil {
 		t = &tally{}
 		d.byType[tt] = t
 	}
-	t.add(conv, v.Outcome)
+	t.add(seq, v.Outcome)
 	r := d.byRound[v.Turn]
 	if r == nil {
 		r = &tally{}
 		d.byRound[v.Turn] = r
 	}
-	r.add(conv, v.Outcome)
+	r.add(seq, v.Outcome)
 	if ob.Order == judge.OrderBoth {
 		d.both = true
 		if !ob.Identical {
@@ -146,25 +146,48 @@ func (d *dimFold) add(ob judge.Observation, tt string, conv uint32) {
 }
 
 // report finishes the pair once every page was read; ranks orders the
-// conversations by id for the bootstrap.
-func (p *pairFold) report(ranks []uint32, so stats.Options) PairReport {
+// conversations of convs by id for the bootstrap.
+func (p *pairFold) report(convs *convTable, ranks []uint32, so stats.Options) (PairReport, error) {
 	pr := p.pr
 	if pr.A == "" {
 		pr.A, pr.B, _ = strings.Cut(strings.SplitN(p.v.Name, "/", 2)[0], ":")
 	}
 	for _, d := range p.dims {
-		pr.Dimensions = append(pr.Dimensions, d.report(ranks, so))
+		dr, err := d.report(convs, ranks, so)
+		if err != nil {
+			return pr, fmt.Errorf("summarizing pair %s, %s: %w", p.v.Name, d.name, err)
+		}
+		pr.Dimensions = append(pr.Dimensions, dr)
 	}
-	return pr
+	return pr, nil
 }
 
-func (d *dimFold) report(ranks []uint32, so stats.Options) DimReport {
-	dr := DimReport{Dimension: d.name, Overall: summary(d.overall.summary(ranks, so)), ByTurnType: []Group{}, ByRound: []Group{}}
+func (d *dimFold) report(convs *convTable, ranks []uint32, so stats.Options) (DimReport, error) {
+	sum := func(t *tally) (Summary, error) {
+		s, err := t.summary(convs, ranks, so)
+		// The records are not needed again: let the next summary reuse
+		// their memory.
+		t.enc = nil
+		return summary(s), err
+	}
+	dr := DimReport{Dimension: d.name, ByTurnType: []Group{}, ByRound: []Group{}}
+	var err error
+	if dr.Overall, err = sum(&d.overall); err != nil {
+		return dr, err
+	}
 	for _, k := range sortedKeys(d.byType) {
-		dr.ByTurnType = append(dr.ByTurnType, Group{Key: k, Summary: summary(d.byType[k].summary(ranks, so))})
+		s, err := sum(d.byType[k])
+		if err != nil {
+			return dr, err
+		}
+		dr.ByTurnType = append(dr.ByTurnType, Group{Key: k, Summary: s})
 	}
 	for _, k := range sortedKeys(d.byRound) {
-		dr.ByRound = append(dr.ByRound, Group{Key: fmt.Sprint(k), Summary: summary(d.byRound[k].summary(ranks, so))})
+		s, err := sum(d.byRound[k])
+		if err != nil {
+			return dr, err
+		}
+		dr.ByRound = append(dr.ByRound, Group{Key: fmt.Sprint(k), Summary: s})
 	}
 	single := d.single
 	if d.both {
@@ -182,5 +205,5 @@ func (d *dimFold) report(ranks []uint32, so stats.Options) DimReport {
 		SignTest: Test{Name: "exact two-sided sign test vs 1/2", K: pb.FirstWins, N: pb.Decisive, P: Num(pb.P)},
 		SmallN:   pb.SmallN, Warning: pb.Warning,
 	}
-	return dr
+	return dr, nil
 }

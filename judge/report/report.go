@@ -241,7 +241,9 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.fill(r)
+	if err := f.fill(r); err != nil {
+		return nil, err
+	}
 	if r.Progress, err = stageProgress(ctx, src, st, f.progress); err != nil {
 		return nil, err
 	}
