@@ -207,7 +207,13 @@ type RoleCost struct {
 	Stages           []string `json:"stages"`
 }
 
-// Build reads the run and computes the report.
+// Build reads the run and computes the report. It pages through the run's
+// conversations and reads every stage's units of one page before the next,
+// so its memory is bounded by a page plus what the conversation bootstrap
+// keeps per conversation (see the package documentation). It blocks until
+// the run is read; cancelling ctx stops it with ctx's error. A stored unit
+// that does not decode, or units that come out of conversation order, stop
+// it with an error naming what was being read.
 func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 	so := opts.stats()
 	def := stats.Summarize(nil, so) // resolves defaults
