@@ -875,6 +875,21 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 		t.Error("a pollution summary without the pollution stage")
 	}
 
+	// Every planned stage variant finished on every conversation: its
+	// progress row agrees with the run's status and lists no failure.
+	c.length("progress", len(snap.status.Stages))
+	for i, ss := range snap.status.Stages {
+		p := fmt.Sprintf("progress.%d.", i)
+		c.str(p+"stage", ss.Stage)
+		c.str(p+"variant", ss.Variant)
+		c.num(p+"conversations_done", 7)
+		c.num(p+"conversations_failed", 0)
+		c.num(p+"conversations_not_attempted", 0)
+		c.num(p+"units_done", float64(ss.UnitsDone))
+		c.num(p+"units_failed", 0)
+		c.length(p+"failures", 0)
+	}
+
 	for _, p := range c.unchecked() {
 		t.Errorf("report.json: %s is not checked against the script", p)
 	}

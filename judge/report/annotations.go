@@ -12,8 +12,8 @@ import (
 )
 
 // Annotations summarizes the annotation stages that ran. The numbers are
-// the stages' own summaries (classify.Summarize, constraints.Summarize,
-// pollution.Summarize); their intervals are 95% Wilson intervals that treat
+// the stages' own summaries (the Summarizers of classify, constraints and
+// pollution); their intervals are 95% Wilson intervals that treat
 // turns as independent, whatever the report's level.
 type Annotations struct {
 	TurnTypes   *TurnTypeSummary   `json:"turn_types,omitempty"`
@@ -104,64 +104,104 @@ func pickVariant(vs []ledger.Variant) (ledger.Variant, bool) {
 	return ledger.Variant{}, false
 }
 
-// readUnits returns the units of one variant of a stage.
-func readUnits(ctx context.Context, src Source, stage string, v ledger.Variant) ([]ledger.Unit, error) {
-	var us []ledger.Unit
-	err := src.Units(ctx, stage, []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
-		us = append(us, u)
-		return nil
-	})
-	return us, err
+// annotationFold folds the units of the annotation stages, one variant of
+// each (see pickVariant), with the stages' own Summarizers, and gives each
+// page's turn types for the breakdowns.
+type annotationFold struct {
+	clsV, polV, conV    ledger.Variant
+	clsOK, polOK, conOK bool
+	cls                 *classify.Summarizer
+	pol                 *pollution.Summarizer
+	con                 *constraints.Summarizer
 }
 
-// readAnnotations summarizes the annotation stages with their own summary
-// functions and returns the turn type of every classified turn, for the
-// breakdowns.
-func readAnnotations(ctx context.Context, src Source, plans map[string][]ledger.Variant) (*Annotations, map[turnKey]string, error) {
-	types := map[turnKey]string{}
-	var a Annotations
-	if v, ok := pickVariant(plans[classify.StageName]); ok {
-		us, err := readUnits(ctx, src, classify.StageName, v)
+func newAnnotationFold(plans map[string][]ledger.Variant) *annotationFold {
+	a := &annotationFold{cls: classify.NewSummarizer(), pol: pollution.NewSummarizer(), con: constraints.NewSummarizer()}
+	a.clsV, a.clsOK = pickVariant(plans[classify.StageName])
+	a.polV, a.polOK = pickVariant(plans[pollution.StageName])
+	a.conV, a.conOK = pickVariant(plans[constraints.StageName])
+	return a
+}
+
+// watch registers the variants the fold reads with the progress log.
+func (a *annotationFold) watch(p *progressLog) {
+	if a.clsOK {
+		p.watch(classify.StageName, a.clsV.Name)
+	}
+	if a.polOK {
+		p.watch(pollution.StageName, a.polV.Name)
+	}
+	if a.conOK {
+		p.watch(constraints.StageName, a.conV.Name)
+	}
+}
+
+// page reads the annotation units of one page and records the turn type of
+// every classified turn of it in types.
+func (a *annotationFold) page(ctx context.Context, src Source, after, upto int64, types map[pageTurn]string, progress *progressLog) error {
+	if a.clsOK {
+		err := src.Units(ctx, classify.StageName, []ledger.Variant{a.clsV}, after, upto, func(u ledger.Unit) error {
+			progress.add(classify.StageName, u)
+			a.cls.Add(u)
+			if u.Status == ledger.Done {
+				if l, err := classify.Decode(u.Output); err == nil {
+					types[pageTurn{u.ConvSeq, u.Turn}] = l.Type
+				}
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		for _, u := range us {
-			if u.Status != ledger.Done {
-				continue
-			}
-			if l, err := classify.Decode(u.Output); err == nil {
-				types[turnKey{u.ConvID, u.Turn}] = l.Type
-			}
+	}
+	if a.polOK {
+		err := src.Units(ctx, pollution.StageName, []ledger.Variant{a.polV}, after, upto, func(u ledger.Unit) error {
+			progress.add(pollution.StageName, u)
+			a.pol.Add(u)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		s := classify.Summarize(us)
-		d := &TurnTypeSummary{Variant: v.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
+	}
+	if a.conOK {
+		err := src.Units(ctx, constraints.StageName, []ledger.Variant{a.conV}, after, upto, func(u ledger.Unit) error {
+			progress.add(constraints.StageName, u)
+			a.con.Add(u)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// annotations summarizes the stages that ran; nil when none did.
+func (a *annotationFold) annotations() *Annotations {
+	var out Annotations
+	if a.clsOK {
+		s := a.cls.Summary()
+		d := &TurnTypeSummary{Variant: a.clsV.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
 			Types: []Share{}, Annotators: counts(s.Annotators, nil), SelfContained: s.SelfContained, Refs: counts(s.Refs, s.RefTags())}
 		for _, ts := range s.Types {
 			d.Types = append(d.Types, Share{Key: ts.Type, Proportion: proportion(ts.Count, s.Turns, ts.Share, ts.Lo, ts.Hi)})
 		}
-		a.TurnTypes = d
+		out.TurnTypes = d
 	}
-	if v, ok := pickVariant(plans[pollution.StageName]); ok {
-		us, err := readUnits(ctx, src, pollution.StageName, v)
-		if err != nil {
-			return nil, nil, err
-		}
-		s := pollution.Summarize(us)
-		p := &PollutionSummary{Variant: v.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
+	if a.polOK {
+		s := a.pol.Summary()
+		p := &PollutionSummary{Variant: a.polV.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
 			AnyTurns: pshare(s.AnyTurns), AnyConversations: pshare(s.AnyConversations),
 			ByCategory: []CategoryShare{}, Annotators: counts(s.Annotators, nil)}
 		for _, c := range s.Categories {
 			p.ByCategory = append(p.ByCategory, CategoryShare{Category: c.Category, Turns: pshare(c.Turns), Conversations: pshare(c.Conversations)})
 		}
-		a.Pollution = p
+		out.Pollution = p
 	}
-	if v, ok := pickVariant(plans[constraints.StageName]); ok {
-		us, err := readUnits(ctx, src, constraints.StageName, v)
-		if err != nil {
-			return nil, nil, err
-		}
-		s := constraints.Summarize(us)
-		c := &ConstraintSummary{Variant: v.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
+	if a.conOK {
+		s := a.con.Summary()
+		c := &ConstraintSummary{Variant: a.conV.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
 			TurnsWithNew: s.TurnsWithNew, ConversationsWithAny: s.ConversationsWithAny, Constraints: s.Constraints,
 			ByType: []Share{}, ByTurn: []Count{}, Annotators: counts(s.Annotators, nil)}
 		for _, tc := range s.ByType {
@@ -170,12 +210,12 @@ func readAnnotations(ctx context.Context, src Source, plans map[string][]ledger.
 		for _, tc := range s.ByTurn {
 			c.ByTurn = append(c.ByTurn, Count{Key: tc.Turns, Count: tc.Count})
 		}
-		a.Constraints = c
+		out.Constraints = c
 	}
-	if a.TurnTypes == nil && a.Pollution == nil && a.Constraints == nil {
-		return nil, types, nil
+	if out.TurnTypes == nil && out.Pollution == nil && out.Constraints == nil {
+		return nil
 	}
-	return &a, types, nil
+	return &out
 }
 
 // proportion turns a summary's share into report form: unknown (null)

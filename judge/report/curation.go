@@ -103,43 +103,133 @@ type AnalysisCostRow struct {
 	PerAnalyzedTurnCalls Num    `json:"per_analyzed_turn_calls"`
 }
 
-// readCurated decodes every stored context of the curate variants, with the
-// turn type of its turn when classify labelled it.
-func readCurated(ctx context.Context, src Source, variants []ledger.Variant, types map[turnKey]string) ([]curate.ReportRow, error) {
-	var rows []curate.ReportRow
-	for _, v := range variants {
-		err := src.Units(ctx, curate.StageName, []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
+// tokAcc sums context tokens.
+type tokAcc struct {
+	n   int
+	sum int64
+}
+
+func (a *tokAcc) add(tokens int) {
+	a.n++
+	a.sum += int64(tokens)
+}
+
+// curationFold folds the curated contexts of every curate variant with
+// the curate package's tallies: overall, over analyzed turns and per round.
+type curationFold struct {
+	variants []ledger.Variant // the plan's order, the token table's order
+	fc       *ledger.Variant
+	fcTok    map[pageTurn]int // fc's context tokens on the turns of the page
+
+	total  map[string]*tokAcc
+	rounds map[string]map[int]*tokAcc
+	vsFC   *curate.TokenTally
+	// roundVsFC is TokensVsFC per round; gateRound the gate rates of the
+	// analyzed turns per round.
+	roundVsFC     map[int]*curate.TokenTally
+	gates         *curate.GateTally
+	gatesAnalyzed *curate.GateTally
+	gateRound     map[int]*curate.GateTally
+	resets        *curate.ResetTally
+	costs         *curate.CostTally
+}
+
+func newCurationFold(plans map[string][]ledger.Variant) *curationFold {
+	c := &curationFold{
+		variants: plans[curate.StageName], fcTok: map[pageTurn]int{},
+		total: map[string]*tokAcc{}, rounds: map[string]map[int]*tokAcc{},
+		vsFC: curate.NewTokenTally(), roundVsFC: map[int]*curate.TokenTally{},
+		gates: curate.NewGateTally(), gatesAnalyzed: curate.NewGateTally(), gateRound: map[int]*curate.GateTally{},
+		resets: curate.NewResetTally(), costs: curate.NewCostTally(),
+	}
+	for i, v := range c.variants {
+		if v.Name == "fc" {
+			c.fc = &c.variants[i]
+		}
+	}
+	return c
+}
+
+// page reads the curated contexts of one page, fc's first so every other
+// strategy's turn can be compared with fc's tokens on the same turn.
+func (c *curationFold) page(ctx context.Context, src Source, after, upto int64, types map[pageTurn]string, progress *progressLog) error {
+	clear(c.fcTok)
+	order := make([]ledger.Variant, 0, len(c.variants))
+	if c.fc != nil {
+		order = append(order, *c.fc)
+	}
+	for _, v := range c.variants {
+		if c.fc == nil || v != *c.fc {
+			order = append(order, v)
+		}
+	}
+	for _, v := range order {
+		isFC := c.fc != nil && v == *c.fc
+		err := src.Units(ctx, curate.StageName, []ledger.Variant{v}, after, upto, func(u ledger.Unit) error {
+			progress.add(curate.StageName, u)
 			if u.Status != ledger.Done {
 				return nil
 			}
-			c, err := curate.DecodeContext(u.Output)
+			ctxt, err := curate.DecodeContext(u.Output)
 			if err != nil {
 				return fmt.Errorf("reading curate unit %s: %w", u.Key, err)
 			}
 			// Group by the variant, which names the strategy with its
 			// overlays (gated-reset+constraints), so two variants built
 			// on one operator are never pooled.
-			c.Strategy = v.Name
-			rows = append(rows, curate.ReportRow{ConvID: u.ConvID, Turn: u.Turn, Context: c, TurnType: types[turnKey{u.ConvID, u.Turn}]})
+			ctxt.Strategy = v.Name
+			at := pageTurn{u.ConvSeq, u.Turn}
+			if isFC {
+				c.fcTok[at] = ctxt.Tokens
+			}
+			c.add(curate.ReportRow{ConvID: u.ConvID, Turn: u.Turn, Context: ctxt, TurnType: types[at]}, c.fcTok[at])
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return rows, nil
+	return nil
 }
 
-// addCuration fills the token, gate, reset and analysis-cost sections from
-// the curated contexts, with the curate package's report helpers.
-func (r *Report) addCuration(ctx context.Context, src Source, variants []ledger.Variant, types map[turnKey]string, level float64) error {
-	rows, err := readCurated(ctx, src, variants, types)
-	if err != nil {
-		return err
+func (c *curationFold) add(row curate.ReportRow, fcTokens int) {
+	s, k := row.Context.Strategy, row.Turn
+	if c.total[s] == nil {
+		c.total[s], c.rounds[s] = &tokAcc{}, map[int]*tokAcc{}
 	}
-	r.addTokens(rows, variants)
-	r.addGates(rows, level)
-	for _, s := range curate.ResetCounts(rows) {
+	c.total[s].add(row.Context.Tokens)
+	ra := c.rounds[s][k]
+	if ra == nil {
+		ra = &tokAcc{}
+		c.rounds[s][k] = ra
+	}
+	ra.add(row.Context.Tokens)
+	c.vsFC.Add(row, fcTokens)
+	rt := c.roundVsFC[k]
+	if rt == nil {
+		rt = curate.NewTokenTally()
+		c.roundVsFC[k] = rt
+	}
+	rt.Add(row, fcTokens)
+	c.gates.Add(row)
+	if row.Context.Info.Analyzed {
+		c.gatesAnalyzed.Add(row)
+		g := c.gateRound[k]
+		if g == nil {
+			g = curate.NewGateTally()
+			c.gateRound[k] = g
+		}
+		g.Add(row)
+	}
+	c.resets.Add(row)
+	c.costs.Add(row)
+}
+
+// fill writes the token, gate, reset and analysis-cost sections.
+func (c *curationFold) fill(r *Report, level float64) {
+	c.fillTokens(r)
+	c.fillGates(r, level)
+	for _, s := range c.resets.Stats() {
 		row := ResetRow{Strategy: s.Strategy, Conversations: s.Conversations, WithReset: s.WithReset, Resets: s.Resets,
 			MeanPerConv: ratio(int64(s.Resets), s.Conversations), Histogram: []ResetBin{}}
 		for _, k := range sortedKeys(s.Histogram) {
@@ -147,7 +237,7 @@ func (r *Report) addCuration(ctx context.Context, src Source, variants []ledger.
 		}
 		r.Resets = append(r.Resets, row)
 	}
-	for _, s := range curate.AnalysisCosts(rows) {
+	for _, s := range c.costs.Stats() {
 		row := AnalysisCostRow{Strategy: s.Strategy, Turns: s.Turns, AnalyzedTurns: s.AnalyzedTurns,
 			AnalysisCalls: s.AnalysisCalls, OperatorCalls: s.OperatorCalls, CachedCalls: s.CachedCalls,
 			PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens,
@@ -158,57 +248,34 @@ func (r *Report) addCuration(ctx context.Context, src Source, variants []ledger.
 		}
 		r.AnalysisCost = append(r.AnalysisCost, row)
 	}
-	return nil
 }
 
-func (r *Report) addTokens(rows []curate.ReportRow, variants []ledger.Variant) {
-	type acc struct {
-		n   int
-		sum int64
+func byStrategy(ts []curate.TokenStats) map[string]curate.TokenStats {
+	m := map[string]curate.TokenStats{}
+	for _, s := range ts {
+		m[s.Strategy] = s
 	}
-	total := map[string]*acc{}
-	rounds := map[string]map[int]*acc{}
-	byRound := map[int][]curate.ReportRow{}
-	for _, row := range rows {
-		s := row.Context.Strategy
-		if total[s] == nil {
-			total[s], rounds[s] = &acc{}, map[int]*acc{}
-		}
-		a := rounds[s][row.Turn]
-		if a == nil {
-			a = &acc{}
-			rounds[s][row.Turn] = a
-		}
-		for _, x := range []*acc{total[s], a} {
-			x.n++
-			x.sum += int64(row.Context.Tokens)
-		}
-		byRound[row.Turn] = append(byRound[row.Turn], row)
-	}
-	vsFC := func(rows []curate.ReportRow) map[string]curate.TokenStats {
-		m := map[string]curate.TokenStats{}
-		for _, s := range curate.TokensVsFC(rows) {
-			m[s.Strategy] = s
-		}
-		return m
-	}
-	overall := vsFC(rows)
+	return m
+}
+
+func (c *curationFold) fillTokens(r *Report) {
+	overall := byStrategy(c.vsFC.Stats())
 	roundVs := map[int]map[string]curate.TokenStats{}
-	for k, rs := range byRound {
-		roundVs[k] = vsFC(rs)
+	for k, t := range c.roundVsFC {
+		roundVs[k] = byStrategy(t.Stats())
 	}
 	nan := Num(math.NaN())
-	for _, v := range variants {
-		t := total[v.Name]
+	for _, v := range c.variants {
+		t := c.total[v.Name]
 		if t == nil {
-			t = &acc{}
+			t = &tokAcc{}
 		}
 		row := TokenRow{Strategy: v.Name, N: t.n, Mean: ratio(t.sum, t.n), Total: t.sum, VsFC: nan, MeanVsFC: nan, ByRound: []RoundTok{}}
 		if s, ok := overall[v.Name]; ok && s.Turns > 0 {
 			row.TurnsVsFC, row.VsFC, row.MeanVsFC = s.Turns, Num(s.Ratio), Num(s.MeanRatio)
 		}
-		for _, k := range sortedKeys(rounds[v.Name]) {
-			a := rounds[v.Name][k]
+		for _, k := range sortedKeys(c.rounds[v.Name]) {
+			a := c.rounds[v.Name][k]
 			rt := RoundTok{Round: k, N: a.n, Mean: ratio(a.sum, a.n), VsFC: nan}
 			if s, ok := roundVs[k][v.Name]; ok && s.Turns > 0 {
 				rt.VsFC = Num(s.Ratio)
@@ -225,44 +292,36 @@ func rate(c curate.GateCount, level float64) Rate {
 	return out
 }
 
-// addGates reports curate.GateRates overall, then again over the analyzed
-// turns alone, whole and per round, for the breakdowns.
-func (r *Report) addGates(rows []curate.ReportRow, level float64) {
-	var analyzed []curate.ReportRow
-	byRound := map[int][]curate.ReportRow{}
-	for _, row := range rows {
-		if row.Context.Info.Analyzed {
-			analyzed = append(analyzed, row)
-			byRound[row.Turn] = append(byRound[row.Turn], row)
-		}
-	}
+// fillGates reports the gate-open rates overall, then again over the
+// analyzed turns alone, whole and per round, for the breakdowns.
+func (c *curationFold) fillGates(r *Report, level float64) {
 	typed := map[string]curate.GateRate{}
 	var keys []string
-	if an := curate.GateRates(analyzed); len(an) > 0 {
+	if an := c.gatesAnalyzed.Rates(); len(an) > 0 {
 		keys = curate.TurnTypeKeys(an)
 		for _, g := range an {
 			typed[g.Strategy] = g
 		}
 	}
 	rounds := map[int]map[string]curate.GateRate{}
-	for k, rs := range byRound {
+	for k, t := range c.gateRound {
 		rounds[k] = map[string]curate.GateRate{}
-		for _, g := range curate.GateRates(rs) {
+		for _, g := range t.Rates() {
 			rounds[k][g.Strategy] = g
 		}
 	}
-	for _, g := range curate.GateRates(rows) { // sorted by strategy
+	for _, g := range c.gates.Rates() { // sorted by strategy
 		row := GateRow{Strategy: g.Strategy, All: rate(g.All, level), Analyzed: rate(g.Analyzed, level), ByTurnType: []TypeGate{}, ByRound: []RoundGate{}}
 		if tg, ok := typed[g.Strategy]; ok {
 			for _, k := range keys {
-				c, ok := tg.ByType[k]
+				gc, ok := tg.ByType[k]
 				if !ok {
 					continue
 				}
 				if k == "" {
 					k = Unclassified
 				}
-				row.ByTurnType = append(row.ByTurnType, TypeGate{Key: k, Rate: rate(c, level)})
+				row.ByTurnType = append(row.ByTurnType, TypeGate{Key: k, Rate: rate(gc, level)})
 			}
 		}
 		for _, k := range sortedKeys(rounds) {

@@ -8,9 +8,26 @@
 // ran, the turn-type distribution, pollution shares and session constraints.
 //
 // The numbers about curation and annotation come from the stages' own
-// summaries (curate.GateRates, ResetCounts, TokensVsFC, AnalysisCosts;
-// classify, constraints and pollution Summarize), so the report and the
-// stages cannot disagree on what a stored record means.
+// summaries (curate's GateTally, ResetTally, TokenTally and CostTally; the
+// Summarizers of classify, constraints and pollution), so the report and
+// the stages cannot disagree on what a stored record means.
+//
+// Memory. Build is a fold over pages of conversations: for each page it
+// reads every stage's units of those conversations (annotations first, so
+// the page's turn types join its verdicts and curated contexts), feeds them
+// to accumulators and forgets them. The one thing that grows with the run
+// is what the conversation bootstrap needs: per judge pair and dimension, a
+// varint record of 3–4 bytes per conversation with a verdict in each
+// summary (overall, each turn type, each round: the round records add up to
+// one per judged turn), and once per report the ids of those conversations
+// (the id's bytes plus 12), because the resampling visits conversations in
+// id order.
+//
+// Progress. The report lists, per planned stage variant, the units done,
+// the failed ones grouped by reason with one example, and the conversations
+// never attempted, and adds a note for every variant that is not complete,
+// so a rate over the turns that were curated is never read as the rate of
+// the run.
 //
 // Build collects everything into a Report; WriteJSON, WriteMarkdown and
 // WriteHTML render it. report.json carries every number with its n, its

@@ -60,6 +60,11 @@ func (r *Report) htmlCuration(b *strings.Builder) {
 			bars = append(bars, gateBar(g.Strategy+" · all turns", g.All))
 		}
 		b.WriteString(barChart(bars, 1))
+		for _, g := range r.Gates {
+			if m := r.missing("curate", g.Strategy); m != "none" {
+				fmt.Fprintf(b, "<p class=warn>%s: %s; its rates cover the curated turns only.</p>\n", e(g.Strategy), e(m))
+			}
+		}
 		b.WriteString("<table><tr><th>strategy</th><th>round</th><th>analyzed turns</th><th>open</th><th>rate</th><th>Wilson</th></tr>\n")
 		for _, g := range r.Gates {
 			for _, x := range g.ByRound {
@@ -141,4 +146,23 @@ func shareBars(ss []Share) []bar {
 		bars = append(bars, propBar(s.Key, s.Proportion))
 	}
 	return bars
+}
+
+// htmlProgress writes what every planned stage variant has done.
+func (r *Report) htmlProgress(b *strings.Builder) {
+	if len(r.Progress) == 0 {
+		return
+	}
+	e := html.EscapeString
+	b.WriteString("<h2>Progress</h2>\n<p class=meta>What each planned stage variant has done. Every number above covers the done units only; failed units can be queued again with 'ac3 retry'.</p>\n")
+	b.WriteString("<table><tr><th>stage</th><th>variant</th><th>conversations done</th><th>conversations failed</th><th>never attempted</th><th>units done</th><th>units failed</th><th>failures (units: reason; example)</th></tr>\n")
+	for _, p := range r.Progress {
+		cls := ""
+		if p.UnitsFailed > 0 || p.ConversationsNotTried > 0 {
+			cls = " class=warn"
+		}
+		fmt.Fprintf(b, "<tr%s><td>%s</td><td class=l>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td class=l>%s</td></tr>\n",
+			cls, e(p.Stage), e(p.Variant), p.ConversationsDone, p.ConversationsFailed, p.ConversationsNotTried, p.UnitsDone, p.UnitsFailed, e(failureList(p.Failures)))
+	}
+	b.WriteString("</table>\n")
 }

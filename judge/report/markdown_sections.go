@@ -46,9 +46,9 @@ func (r *Report) mdCuration(b *mdWriter) {
 	if len(r.Gates) > 0 {
 		b.f("## Gate-open rates\n\n")
 		b.f("How often a strategy changed the context. All turns counts every curated turn (below the floor and past the cap count as closed); analyzed turns only those the analyzer ran on. The breakdowns are over analyzed turns.\n\n")
-		b.f("| strategy | all turns | rate | Wilson | analyzed turns | rate | Wilson |\n|---|---:|---:|---|---:|---:|---|\n")
+		b.f("| strategy | all turns | rate | Wilson | analyzed turns | rate | Wilson | not curated |\n|---|---:|---:|---|---:|---:|---|---|\n")
 		for _, g := range r.Gates {
-			b.f("| %s | %d/%d | %s | %s | %d/%d | %s | %s |\n", g.Strategy, g.All.Open, g.All.Turns, pct(g.All.Rate), ivl(g.All.Wilson), g.Analyzed.Open, g.Analyzed.Turns, pct(g.Analyzed.Rate), ivl(g.Analyzed.Wilson))
+			b.f("| %s | %d/%d | %s | %s | %d/%d | %s | %s | %s |\n", g.Strategy, g.All.Open, g.All.Turns, pct(g.All.Rate), ivl(g.All.Wilson), g.Analyzed.Open, g.Analyzed.Turns, pct(g.Analyzed.Rate), ivl(g.Analyzed.Wilson), r.missing("curate", g.Strategy))
 		}
 		b.f("\n**By turn type (analyzed turns)**\n\n| strategy | turn type | open | rate | Wilson |\n|---|---|---:|---:|---|\n")
 		for _, g := range r.Gates {
@@ -149,4 +149,50 @@ func countList(cs []Count) string {
 		parts = append(parts, fmt.Sprintf("%s (%d)", c.Key, c.Count))
 	}
 	return list(parts)
+}
+
+// missing says what of a stage variant's work its numbers leave out:
+// failed units and conversations never attempted, or "none".
+func (r *Report) missing(stage, variant string) string {
+	for _, p := range r.Progress {
+		if p.Stage != stage || p.Variant != variant {
+			continue
+		}
+		var parts []string
+		if p.UnitsFailed > 0 {
+			parts = append(parts, fmt.Sprintf("%d turns failed", p.UnitsFailed))
+		}
+		if p.ConversationsNotTried > 0 {
+			parts = append(parts, fmt.Sprintf("%d conversations not attempted", p.ConversationsNotTried))
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, ", ")
+		}
+	}
+	return "none"
+}
+
+// mdProgress writes what every planned stage variant has done.
+func (r *Report) mdProgress(b *mdWriter) {
+	if len(r.Progress) == 0 {
+		return
+	}
+	b.f("## Progress\n\nWhat each planned stage variant has done. Every number above covers the done units only; failed units can be queued again with 'ac3 retry'.\n\n")
+	b.f("| stage | variant | conversations done | conversations failed | never attempted | units done | units failed | failures (units: reason; example) |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	for _, p := range r.Progress {
+		b.f("| %s | %s | %d | %d | %d | %d | %d | %s |\n", p.Stage, p.Variant, p.ConversationsDone, p.ConversationsFailed, p.ConversationsNotTried, p.UnitsDone, p.UnitsFailed, esc(failureList(p.Failures)))
+	}
+	b.f("\n")
+}
+
+// failureList formats failure groups for a table cell.
+func failureList(fs []Failure) string {
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		parts = append(parts, fmt.Sprintf("%d: %s (e.g. %s turn %d: %s)", f.Units, f.Reason, f.Example.Conversation, f.Example.Turn, clip(f.Example.Error, 200)))
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, "; ")
 }

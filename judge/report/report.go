@@ -2,18 +2,13 @@ package report
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 
-	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/stats"
-	"github.com/ac3/ac3/stages/curate"
-	"github.com/ac3/ac3/stages/respond"
 )
 
 // Schema names the layout of report.json; it changes only when fields are
@@ -21,9 +16,13 @@ import (
 const Schema = "ac3.report/v2"
 
 // Source is what the report reads from a run; *ledger.Ledger satisfies it.
+// The report pages through the run's conversations with EachPage and reads
+// each stage's units of one page at a time with Units, so its memory does
+// not grow with the run beyond what the numbers need (see Build).
 type Source interface {
 	Path() string
 	Plans(ctx context.Context) (map[string][]ledger.Variant, error)
+	EachPage(ctx context.Context, size int, fn func(page []ledger.Stored, after, upto int64) error) error
 	Units(ctx context.Context, stage string, variants []ledger.Variant, after, upto int64, fn func(ledger.Unit) error) error
 	Status(ctx context.Context) (ledger.Status, error)
 }
@@ -35,6 +34,9 @@ type Options struct {
 	Level            float64
 	MinN             int
 	MinConversations int
+	// PageSize is how many conversations are read at a time (default
+	// 512). It changes memory and the number of queries, never a number.
+	PageSize int
 }
 
 func (o Options) stats() stats.Options {
@@ -47,6 +49,7 @@ type Report struct {
 	Run           string            `json:"run"` // the run file's name
 	Settings      Settings          `json:"settings"`
 	Conversations int64             `json:"conversations"`
+	Progress      []Progress        `json:"progress"` // per planned stage variant: done, failed by reason, never attempted
 	Judge         JudgeInfo         `json:"judge"`
 	Pairs         []PairReport      `json:"pairs"`
 	Respond       []RespondRow      `json:"respond"`
@@ -204,7 +207,13 @@ type RoleCost struct {
 	Stages           []string `json:"stages"`
 }
 
-// Build reads the run and computes the report.
+// Build reads the run and computes the report. It pages through the run's
+// conversations and reads every stage's units of one page before the next,
+// so its memory is bounded by a page plus what the conversation bootstrap
+// keeps per conversation (see the package documentation). It blocks until
+// the run is read; cancelling ctx stops it with ctx's error. A stored unit
+// that does not decode, or units that come out of conversation order, stop
+// it with an error naming what was being read.
 func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 	so := opts.stats()
 	def := stats.Summarize(nil, so) // resolves defaults
@@ -219,7 +228,7 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 			WinRate:   "(wins + ties/2) / n, for strategy A of the pair",
 			MinN:      cmpOr(opts.MinN, stats.DefaultMinN), MinConversations: cmpOr(opts.MinConversations, stats.DefaultMinConversations),
 		},
-		Pairs: []PairReport{}, Respond: []RespondRow{}, Tokens: []TokenRow{}, Notes: []string{},
+		Pairs: []PairReport{}, Respond: []RespondRow{}, Tokens: []TokenRow{}, Notes: []string{}, Progress: []Progress{},
 		Judge: JudgeInfo{Prompts: []string{}, Models: []string{}, Endpoints: []string{}, Orders: []string{}, Contexts: []string{}, Seeds: []int64{}},
 	}
 	st, err := src.Status(ctx)
@@ -231,24 +240,24 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ann, types, err := readAnnotations(ctx, src, plans)
+	f := newFold(plans, so, def.Level)
+	err = src.EachPage(ctx, cmpOr(opts.PageSize, pageSize), func(_ []ledger.Stored, after, upto int64) error {
+		return f.page(ctx, src, after, upto)
+	})
 	if err != nil {
 		return nil, err
 	}
-	r.Annotations = ann
-	if err := r.addPairs(ctx, src, plans[judge.StageName], types, so); err != nil {
+	if err := f.fill(r); err != nil {
 		return nil, err
 	}
-	if err := r.addRespond(ctx, src, plans[respond.StageName]); err != nil {
-		return nil, err
-	}
-	if err := r.addCuration(ctx, src, plans[curate.StageName], types, def.Level); err != nil {
+	if r.Progress, err = stageProgress(ctx, src, st, f.progress); err != nil {
 		return nil, err
 	}
 	r.addCost(st)
 	if len(r.Pairs) == 0 {
 		r.Notes = append(r.Notes, "no judge verdicts in this run yet: run respond and judge (or 'ac3 run' with stages.respond and stages.judge)")
 	}
+	r.Notes = append(r.Notes, progressNotes(r.Progress)...)
 	return r, nil
 }
 
@@ -261,117 +270,8 @@ func cmpOr(v, def int) int {
 
 const maxSeq = math.MaxInt64
 
-func (r *Report) addPairs(ctx context.Context, src Source, variants []ledger.Variant, types map[turnKey]string, so stats.Options) error {
-	prompts, models, endpoints, orders, contexts, seeds := set{}, set{}, set{}, set{}, set{}, map[int64]bool{}
-	for _, v := range variants {
-		pr := PairReport{Pair: v.Name}
-		var obs []judge.Observation
-		err := src.Units(ctx, judge.StageName, []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
-			if u.Status != ledger.Done {
-				pr.UnitsFailed++
-				return nil
-			}
-			pr.UnitsDone++
-			o, err := judge.Decode(u.Output)
-			if err != nil {
-				return fmt.Errorf("reading judge unit %s: %w", u.Key, err)
-			}
-			pr.A, pr.B, pr.Context, pr.Order = o.A, o.B, o.Context, o.Order
-			prompts.add(o.Prompt)
-			orders.add(o.Order)
-			contexts.add(o.Context)
-			if o.Order == judge.OrderRandom {
-				seeds[o.Seed] = true
-			}
-			for _, c := range o.Comparisons {
-				pr.Comparisons++
-				if c.Identical {
-					pr.Identical++
-				}
-				for _, call := range c.Calls {
-					models.add(call.Model)
-					endpoints.add(call.Endpoint)
-				}
-			}
-			ob, err := judge.Observations(u)
-			obs = append(obs, ob...)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if pr.A == "" {
-			pr.A, pr.B, _ = strings.Cut(strings.SplitN(v.Name, "/", 2)[0], ":")
-		}
-		for _, d := range judge.Dimensions() {
-			pr.Dimensions = append(pr.Dimensions, dimReport(d, obs, types, so))
-		}
-		r.Pairs = append(r.Pairs, pr)
-	}
-	r.Judge.Prompts, r.Judge.Models, r.Judge.Endpoints = prompts.sorted(), models.sorted(), endpoints.sorted()
-	r.Judge.Orders, r.Judge.Contexts = orders.sorted(), contexts.sorted()
-	for s := range seeds {
-		r.Judge.Seeds = append(r.Judge.Seeds, s)
-	}
-	slices.Sort(r.Judge.Seeds)
-	return nil
-}
-
 // Unclassified names turns without a turn-type annotation in breakdowns.
 const Unclassified = "unclassified"
-
-func dimReport(d string, all []judge.Observation, types map[turnKey]string, so stats.Options) DimReport {
-	var vs, single []stats.Verdict
-	var pairs []stats.OrderPair
-	both := false
-	for _, o := range all {
-		if o.Dimension != d {
-			continue
-		}
-		tt := types[turnKey{o.ConvID, o.Turn}]
-		if tt == "" {
-			tt = Unclassified
-		}
-		vs = append(vs, o.Verdict(tt))
-		if o.Order == judge.OrderBoth {
-			both = true
-			if !o.Identical {
-				pairs = append(pairs, o.OrderPair(tt))
-			}
-		} else if o.FirstShown != stats.SideUnknown {
-			single = append(single, o.Verdict(tt))
-		}
-	}
-	dr := DimReport{Dimension: d, Overall: summary(stats.Summarize(vs, so))}
-	for _, g := range stats.ByTurnType(vs, so) {
-		dr.ByTurnType = append(dr.ByTurnType, Group{Key: g.TurnType, Summary: summary(g.Summary)})
-	}
-	for _, g := range stats.ByRound(vs, so) {
-		dr.ByRound = append(dr.ByRound, Group{Key: fmt.Sprint(g.Turn), Summary: summary(g.Summary)})
-	}
-	if dr.ByTurnType == nil {
-		dr.ByTurnType = []Group{}
-	}
-	if dr.ByRound == nil {
-		dr.ByRound = []Group{}
-	}
-	if both {
-		single = stats.SplitOrders(pairs)
-		c := stats.PositionConsistency(pairs, so)
-		dr.Position.Consistency = &Consistency{
-			Pairs: c.Pairs, Invalid: c.Invalid, Consistent: c.Consistent, Rate: Num(c.Rate),
-			Wilson: interval(c.Wilson), FirstBoth: c.FirstBoth, SecondBoth: c.SecondBoth,
-		}
-	}
-	pb := stats.MeasurePositionBias(single, so)
-	dr.Position.FirstShown = &Bias{
-		Known: pb.Known, Ties: pb.Ties, Decisive: pb.Decisive, FirstWins: pb.FirstWins,
-		FirstShare: Num(pb.FirstShare), Wilson: interval(pb.Wilson),
-		SignTest: Test{Name: "exact two-sided sign test vs 1/2", K: pb.FirstWins, N: pb.Decisive, P: Num(pb.P)},
-		SmallN:   pb.SmallN, Warning: pb.Warning,
-	}
-	return dr
-}
 
 func summary(s stats.Summary) Summary {
 	return Summary{
@@ -383,43 +283,6 @@ func summary(s stats.Summary) Summary {
 }
 
 func interval(iv stats.Interval) Interval { return Interval{Num(iv.Lo), Num(iv.Hi)} }
-
-func (r *Report) addRespond(ctx context.Context, src Source, variants []ledger.Variant) error {
-	for _, v := range variants {
-		row := RespondRow{Variant: v.Name}
-		models, endpoints := set{}, set{}
-		var compl, ctxTok int64
-		err := src.Units(ctx, respond.StageName, []ledger.Variant{v}, 0, maxSeq, func(u ledger.Unit) error {
-			if u.Status != ledger.Done {
-				row.UnitsFailed++
-				return nil
-			}
-			row.UnitsDone++
-			o, err := respond.Decode(u.Output)
-			if err != nil {
-				return fmt.Errorf("reading respond unit %s: %w", u.Key, err)
-			}
-			models.add(o.Model)
-			endpoints.add(o.Endpoint)
-			ctxTok += int64(o.ContextTokens)
-			for _, s := range o.Samples {
-				row.Samples++
-				compl += int64(s.CompletionTokens)
-				if s.Reasoning != "" {
-					row.WithReasoning++
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		row.MeanCompletion, row.MeanContextToks = ratio(compl, row.Samples), ratio(ctxTok, row.UnitsDone)
-		row.Models, row.Endpoints = models.sorted(), endpoints.sorted()
-		r.Respond = append(r.Respond, row)
-	}
-	return nil
-}
 
 func ratio(a int64, n int) Num {
 	if n == 0 {
@@ -484,7 +347,8 @@ func sortedKeys[K int | string, V any](m map[K]V) []K {
 	return out
 }
 
-type turnKey struct {
-	conv string
+// pageTurn names one turn of a conversation of the page being read.
+type pageTurn struct {
+	seq  int64
 	turn int
 }

@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/judge/report"
+	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
@@ -46,6 +49,35 @@ func (f *fakeRun) Units(_ context.Context, stage string, vs []ledger.Variant, af
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// EachPage pages through the conversations that have a unit, size at a
+// time, as the ledger pages through the kept ones.
+func (f *fakeRun) EachPage(ctx context.Context, size int, fn func(page []ledger.Stored, after, upto int64) error) error {
+	seqs := map[int64]string{}
+	for _, us := range f.units {
+		for _, u := range us {
+			seqs[u.ConvSeq] = u.ConvID
+		}
+	}
+	keys := make([]int64, 0, len(seqs))
+	for k := range seqs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var after int64
+	for start := 0; start < len(keys); start += size {
+		var page []ledger.Stored
+		for _, k := range keys[start:min(start+size, len(keys))] {
+			page = append(page, ledger.Stored{Seq: k, Conv: &conv.Conversation{ID: seqs[k]}})
+		}
+		upto := page[len(page)-1].Seq
+		if err := fn(page, after, upto); err != nil {
+			return err
+		}
+		after = upto
 	}
 	return nil
 }
@@ -146,6 +178,10 @@ func fixedRun(t *testing.T) *fakeRun {
 				status = ledger.Failed
 			}
 			f.add(judge.StageName, "fc:ao", seq, turn, status, both, 0)
+			if status == ledger.Failed {
+				us := f.units[judge.StageName]
+				us[len(us)-1].Error = `parsing model answer (3 tries): unknown outcome "draw"`
+			}
 			first := []string{"A", "B"}[k%2]
 			rnd := judge.Output{Pair: "ao:fc/user_only", A: "ao", B: "fc", Context: "user_only", Order: "random", Seed: 7, Prompt: "pairwise@v1+abc",
 				Comparisons: []judge.Comparison{{Sample: 0, Identical: k == 5, Outcome: map[string]string{"quality": oc[(k+1)%3], "on_topic": "B"}}}}
@@ -155,7 +191,39 @@ func fixedRun(t *testing.T) *fakeRun {
 			f.add(judge.StageName, "ao:fc/user_only", seq, turn, ledger.Done, rnd, 0)
 		}
 	}
+	f.status.Stages = stagesOf(f)
 	return f
+}
+
+// stagesOf counts tasks and units per planned stage variant as the
+// ledger's status does: a conversation's task failed when one of its units
+// did; conversations without a unit are pending.
+func stagesOf(f *fakeRun) []ledger.StageStatus {
+	var out []ledger.StageStatus
+	for _, stage := range slices.Sorted(maps.Keys(f.plans)) {
+		for _, v := range f.plans[stage] {
+			ss := ledger.StageStatus{Stage: stage, Variant: v.Name, Version: v.Version}
+			failed := map[int64]bool{}
+			seen := map[int64]bool{}
+			for _, u := range f.units[stage] {
+				if u.Variant != v.Name || u.Version != v.Version {
+					continue
+				}
+				seen[u.ConvSeq] = true
+				if u.Status == ledger.Done {
+					ss.UnitsDone++
+				} else {
+					ss.UnitsFailed++
+					failed[u.ConvSeq] = true
+				}
+			}
+			ss.Failed = int64(len(failed))
+			ss.Done = int64(len(seen)) - ss.Failed
+			ss.Pending = f.status.Conversations - ss.Done - ss.Failed
+			out = append(out, ss)
+		}
+	}
+	return out
 }
 
 func golden(t *testing.T, name string, got []byte) {

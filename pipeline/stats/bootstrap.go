@@ -41,15 +41,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// cluster is one conversation's contribution: twice its score and its n.
-type cluster struct{ s2, n int }
-
 // clusters groups valid verdicts by conversation, in sorted id order so the
 // resampling does not depend on the order verdicts were loaded in.
-func clusters(vs []Verdict) []cluster {
+func clusters(vs []Verdict) []Cluster {
 	idx := map[string]int{}
 	var ids []string
-	var cs []cluster
+	var cs []Cluster
 	for _, v := range vs {
 		if !v.Outcome.Valid() {
 			continue
@@ -59,17 +56,16 @@ func clusters(vs []Verdict) []cluster {
 			i = len(cs)
 			idx[v.Conversation] = i
 			ids = append(ids, v.Conversation)
-			cs = append(cs, cluster{})
+			cs = append(cs, Cluster{})
 		}
-		cs[i].s2 += score2(v.Outcome)
-		cs[i].n++
+		cs[i].Add(v.Outcome)
 	}
 	order := make([]int, len(cs))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ids[a], ids[b]) })
-	sorted := make([]cluster, len(cs))
+	sorted := make([]Cluster, len(cs))
 	for i, j := range order {
 		sorted[i] = cs[j]
 	}
@@ -81,8 +77,12 @@ func clusters(vs []Verdict) []cluster {
 // documentation for the exact recipe). Only Level, Resamples and Seed of opt
 // are used. No valid verdicts give NaN ends.
 func ClusterBootstrap(vs []Verdict, opt Options) Interval {
-	opt = opt.withDefaults()
-	cs := clusters(vs)
+	return bootstrap(clusters(vs), opt.withDefaults())
+}
+
+// bootstrap resamples cs, given in conversation-id order, under opt with
+// its defaults filled in.
+func bootstrap(cs []Cluster, opt Options) Interval {
 	if len(cs) == 0 {
 		return nanInterval()
 	}
@@ -93,8 +93,8 @@ func ClusterBootstrap(vs []Verdict, opt Options) Interval {
 		var s2, n int
 		for range k {
 			c := cs[boundedDraw(src, k)]
-			s2 += c.s2
-			n += c.n
+			s2 += int(c.S2)
+			n += int(c.N)
 		}
 		rates[b] = float64(s2) / float64(2*n)
 	}

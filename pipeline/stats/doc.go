@@ -24,6 +24,14 @@
 // With few conversations the bootstrap cannot see the spread between them
 // and the interval is too narrow; summaries flag that.
 //
+// Folds. A run can hold millions of verdicts, so callers that stream them
+// never collect a slice: Counts.Add tallies outcomes, Cluster.Add folds one
+// conversation's verdicts into the two integers the bootstrap needs, and
+// SummarizeClusters and BootstrapClusters take those clusters (in
+// conversation-id order) and give exactly what Summarize and
+// ClusterBootstrap give for the verdicts they came from. PositionTally and
+// ConsistencyTally do the same for the position diagnostics.
+//
 // Wilson interval. Given for reference, on the win-rate scale: the score
 // interval for a proportion with x = wins + ties/2 "successes" out of n
 // trials (x may be a half-integer). It ignores clustering, so it is usually

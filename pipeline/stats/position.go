@@ -1,7 +1,5 @@
 package stats
 
-import "fmt"
-
 // PositionBias describes how often the response shown first wins. With no
 // bias FirstShare is about 1/2; judges often favour the second position,
 // which shows up as a share below 1/2 with a small P.
@@ -22,37 +20,11 @@ type PositionBias struct {
 // whose FirstShown is known; others are skipped. Only Level and MinN of opt
 // are used.
 func MeasurePositionBias(vs []Verdict, opt Options) PositionBias {
-	opt = opt.withDefaults()
-	var pb PositionBias
+	var t PositionTally
 	for _, v := range vs {
-		if !v.Outcome.Valid() || (v.FirstShown != SideA && v.FirstShown != SideB) {
-			continue
-		}
-		pb.Known++
-		switch {
-		case v.Outcome == Tie:
-			pb.Ties++
-		case (v.Outcome == AWins) == (v.FirstShown == SideA):
-			pb.Decisive++
-			pb.FirstWins++
-		default:
-			pb.Decisive++
-		}
+		t.Add(v)
 	}
-	pb.FirstShare = nanValue()
-	if pb.Decisive > 0 {
-		pb.FirstShare = float64(pb.FirstWins) / float64(pb.Decisive)
-	}
-	pb.Wilson = Wilson(float64(pb.FirstWins), pb.Decisive, opt.Level)
-	pb.P = SignTest(pb.FirstWins, pb.Decisive)
-	pb.SmallN = pb.Decisive < opt.MinN
-	switch {
-	case pb.Decisive == 0:
-		pb.Warning = "no decisive verdicts with a known position"
-	case pb.SmallN:
-		pb.Warning = fmt.Sprintf("small n: %d decisive verdicts (fewer than %d)", pb.Decisive, opt.MinN)
-	}
-	return pb
+	return t.Bias(opt)
 }
 
 // OrderPair is one comparison judged in both orders. Both outcomes are in
@@ -120,27 +92,9 @@ type Consistency struct {
 // PositionConsistency reports how often the two orders agree. Only Level of
 // opt is used.
 func PositionConsistency(pairs []OrderPair, opt Options) Consistency {
-	opt = opt.withDefaults()
-	var c Consistency
+	var t ConsistencyTally
 	for _, p := range pairs {
-		if !p.AFirst.Valid() || !p.BFirst.Valid() {
-			c.Invalid++
-			continue
-		}
-		c.Pairs++
-		switch {
-		case p.AFirst == p.BFirst:
-			c.Consistent++
-		case p.AFirst == AWins && p.BFirst == BWins:
-			c.FirstBoth++
-		case p.AFirst == BWins && p.BFirst == AWins:
-			c.SecondBoth++
-		}
+		t.Add(p)
 	}
-	c.Rate = nanValue()
-	if c.Pairs > 0 {
-		c.Rate = float64(c.Consistent) / float64(c.Pairs)
-	}
-	c.Wilson = Wilson(float64(c.Consistent), c.Pairs, opt.Level)
-	return c
+	return t.Consistency(opt)
 }

@@ -28,23 +28,7 @@ type Summary struct {
 
 // Summarize computes a Summary of vs under opt (defaults for zero fields).
 func Summarize(vs []Verdict, opt Options) Summary {
-	opt = opt.withDefaults()
-	c := Tally(vs)
-	s := Summary{
-		Counts:        c,
-		Conversations: len(clusters(vs)),
-		WinRate:       c.WinRate(),
-		Level:         opt.Level,
-		Bootstrap:     ClusterBootstrap(vs, opt),
-		Resamples:     opt.Resamples,
-		Seed:          opt.Seed,
-		Wilson:        Wilson(c.Score(), c.N, opt.Level),
-		SignP:         SignTest(c.Wins, c.Decisive()),
-	}
-	s.SmallN = c.N < opt.MinN
-	s.FewConversations = s.Conversations < opt.MinConversations
-	s.Warning = warning(c, s.Conversations, opt)
-	return s
+	return SummarizeClusters(Tally(vs), clusters(vs), opt)
 }
 
 func warning(c Counts, convs int, opt Options) string {

@@ -170,7 +170,7 @@ func TestStageResumesWithoutRepeatCalls(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s := classify.Summarize(units)
+	s := summarize(units)
 	if s.Turns != 3 || s.Types[2].Count != 3 || s.Annotators["llm:test-model"] != 3 || s.Conversations != 2 {
 		t.Errorf("summary = %+v", s)
 	}

@@ -153,16 +153,21 @@ func TestSummarizeCountsUnknown(t *testing.T) {
 		}
 		return ledger.Unit{ConvID: conv, Turn: turn, Status: "done", Output: b}
 	}
-	s := classify.Summarize([]ledger.Unit{
-		unit("a", 2, classify.NewAsk), unit("a", 3, classify.Unknown), unit("b", 2, classify.Feedback, "1a"), unit("b", 3, classify.Unknown),
-	})
+	summarize := func(units ...ledger.Unit) classify.Summary {
+		z := classify.NewSummarizer()
+		for _, u := range units {
+			z.Add(u)
+		}
+		return z.Summary()
+	}
+	s := summarize(unit("a", 2, classify.NewAsk), unit("a", 3, classify.Unknown), unit("b", 2, classify.Feedback, "1a"), unit("b", 3, classify.Unknown))
 	if s.Turns != 4 || s.Failed != 0 || s.SelfContained != 1 {
 		t.Errorf("summary = %+v", s)
 	}
 	if len(s.Types) != 4 || s.Types[3].Type != classify.Unknown || s.Types[3].Count != 2 || s.Types[3].Share != 0.5 {
 		t.Errorf("types = %+v, want the three types then unknown 2 of 4", s.Types)
 	}
-	if s := classify.Summarize([]ledger.Unit{unit("a", 2, classify.NewAsk)}); len(s.Types) != 3 {
+	if s := summarize(unit("a", 2, classify.NewAsk)); len(s.Types) != 3 {
 		t.Errorf("types = %+v, want no unknown row when nothing was left unknown", s.Types)
 	}
 }

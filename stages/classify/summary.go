@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"maps"
 	"sort"
 
 	"github.com/ac3/ac3/pipeline/ledger"
@@ -34,40 +35,64 @@ type Summary struct {
 	Refs          map[string]int
 }
 
-// Summarize summarises classify units (normally those of one variant, as
-// read with ledger.Units). Units that do not decode count as failed.
-func Summarize(units []ledger.Unit) Summary {
-	s := Summary{Annotators: map[string]int{}, Refs: map[string]int{}}
-	counts := map[string]int{}
-	convs := map[string]bool{}
-	for _, u := range units {
-		if u.Status != "done" {
-			s.Failed++
-			continue
-		}
-		l, err := Decode(u.Output)
-		if err != nil {
-			s.Failed++
-			continue
-		}
-		s.Turns++
-		convs[u.ConvID] = true
-		counts[l.Type]++
-		s.Annotators[l.Annotator]++
-		if len(l.Refs) == 0 && l.Type != Unknown {
-			s.SelfContained++
-		}
-		for _, r := range l.Refs {
-			s.Refs[r]++
-		}
+// Summarizer folds classify units into a Summary, one unit at a time, so a
+// run of any size is summarised in memory that does not grow with it. Add
+// units grouped by conversation, as ledger.Units yields them (ordered by
+// conversation): a conversation is counted when its first unit arrives, so
+// one whose units were split by another conversation's would be counted
+// twice. Use NewSummarizer; the zero value is not ready.
+type Summarizer struct {
+	s        Summary
+	counts   map[string]int
+	lastConv string
+	seen     bool // a labelled turn was counted, so lastConv is meaningful
+}
+
+// NewSummarizer returns an empty Summarizer.
+func NewSummarizer() *Summarizer {
+	return &Summarizer{s: Summary{Annotators: map[string]int{}, Refs: map[string]int{}}, counts: map[string]int{}}
+}
+
+// Add counts one classify unit (normally of one variant). Units that are
+// not done or do not decode count as failed.
+func (z *Summarizer) Add(u ledger.Unit) {
+	s := &z.s
+	if u.Status != ledger.Done {
+		s.Failed++
+		return
 	}
-	s.Conversations = len(convs)
+	l, err := Decode(u.Output)
+	if err != nil {
+		s.Failed++
+		return
+	}
+	s.Turns++
+	if !z.seen || u.ConvID != z.lastConv {
+		s.Conversations++
+		z.lastConv, z.seen = u.ConvID, true
+	}
+	z.counts[l.Type]++
+	s.Annotators[l.Annotator]++
+	if len(l.Refs) == 0 && l.Type != Unknown {
+		s.SelfContained++
+	}
+	for _, r := range l.Refs {
+		s.Refs[r]++
+	}
+}
+
+// Summary returns the summary of the units added so far. It copies the
+// maps, so adding more units later does not change a summary returned.
+func (z *Summarizer) Summary() Summary {
+	s := z.s
+	s.Annotators, s.Refs = maps.Clone(z.s.Annotators), maps.Clone(z.s.Refs)
+	s.Types = nil
 	types := Types()
-	if counts[Unknown] > 0 {
+	if z.counts[Unknown] > 0 {
 		types = append(types, Unknown)
 	}
 	for _, t := range types {
-		ts := TypeShare{Type: t, Count: counts[t]}
+		ts := TypeShare{Type: t, Count: z.counts[t]}
 		if s.Turns > 0 {
 			ts.Share = float64(ts.Count) / float64(s.Turns)
 			iv := stats.Wilson(float64(ts.Count), s.Turns, 0.95)

@@ -111,7 +111,7 @@ func TestExtractorSeesOnlyThePreviousAssistantTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := constraints.Summarize(units)
+	s := summarize(units)
 	if s.Turns != 4 || s.Constraints != 2 || s.TurnsWithNew != 2 || s.ConversationsWithAny != 1 || s.Annotators["llm:test-model"] != 4 {
 		t.Errorf("summary = %+v", s)
 	}

@@ -1,6 +1,7 @@
 package constraints
 
 import (
+	"maps"
 	"sort"
 	"strconv"
 
@@ -40,42 +41,67 @@ type Summary struct {
 	Annotators           map[string]int
 }
 
-// Summarize summarises constraints units (normally one variant's, as read
-// with ledger.Units). Units that do not decode count as failed.
-func Summarize(units []ledger.Unit) Summary {
-	s := Summary{Annotators: map[string]int{}}
-	byType := map[string]int{}
-	byTurn := map[string]int{}
-	convs := map[string]bool{}
-	withAny := map[string]bool{}
-	for _, u := range units {
-		if u.Status != "done" {
-			s.Failed++
-			continue
-		}
-		r, err := Decode(u.Output)
-		if err != nil {
-			s.Failed++
-			continue
-		}
-		s.Turns++
-		convs[u.ConvID] = true
-		s.Annotators[r.Annotator]++
-		if len(r.New) > 0 {
-			s.TurnsWithNew++
-		}
-		if len(r.Registry) > 0 {
-			withAny[u.ConvID] = true
-		}
-		for _, c := range r.New {
-			s.Constraints++
-			byType[c.Type]++
-			byTurn[turnBucket(c.Turn)]++
-		}
+// Summarizer folds constraints units into a Summary, one unit at a time,
+// in memory that does not grow with the run. Add units grouped by
+// conversation, as ledger.Units yields them: a conversation is counted when
+// its first unit arrives. Use NewSummarizer; the zero value is not ready.
+type Summarizer struct {
+	s        Summary
+	byType   map[string]int
+	byTurn   map[string]int
+	lastConv string
+	seen     bool // lastConv holds a counted conversation
+	lastAny  bool // lastConv was counted in ConversationsWithAny
+}
+
+// NewSummarizer returns an empty Summarizer.
+func NewSummarizer() *Summarizer {
+	return &Summarizer{s: Summary{Annotators: map[string]int{}}, byType: map[string]int{}, byTurn: map[string]int{}}
+}
+
+// Add counts one constraints unit (normally of one variant). Units that are
+// not done or do not decode count as failed.
+func (z *Summarizer) Add(u ledger.Unit) {
+	s := &z.s
+	if u.Status != ledger.Done {
+		s.Failed++
+		return
 	}
-	s.Conversations, s.ConversationsWithAny = len(convs), len(withAny)
+	r, err := Decode(u.Output)
+	if err != nil {
+		s.Failed++
+		return
+	}
+	s.Turns++
+	if !z.seen || u.ConvID != z.lastConv {
+		s.Conversations++
+		z.lastConv, z.seen, z.lastAny = u.ConvID, true, false
+	}
+	s.Annotators[r.Annotator]++
+	if len(r.New) > 0 {
+		s.TurnsWithNew++
+	}
+	// A conversation counts once, at the first read turn with a
+	// constraint in force.
+	if len(r.Registry) > 0 && !z.lastAny {
+		s.ConversationsWithAny++
+		z.lastAny = true
+	}
+	for _, c := range r.New {
+		s.Constraints++
+		z.byType[c.Type]++
+		z.byTurn[turnBucket(c.Turn)]++
+	}
+}
+
+// Summary returns the summary of the units added so far; adding more units
+// later does not change it.
+func (z *Summarizer) Summary() Summary {
+	s := z.s
+	s.Annotators = maps.Clone(z.s.Annotators)
+	s.ByType, s.ByTurn = nil, nil
 	for _, t := range Types() {
-		tc := TypeCount{Type: t, Count: byType[t]}
+		tc := TypeCount{Type: t, Count: z.byType[t]}
 		if s.Constraints > 0 {
 			tc.Share = float64(tc.Count) / float64(s.Constraints)
 			iv := stats.Wilson(float64(tc.Count), s.Constraints, 0.95)
@@ -83,7 +109,7 @@ func Summarize(units []ledger.Unit) Summary {
 		}
 		s.ByType = append(s.ByType, tc)
 	}
-	for k, n := range byTurn {
+	for k, n := range z.byTurn {
 		s.ByTurn = append(s.ByTurn, TurnCount{Turns: k, Count: n})
 	}
 	sort.Slice(s.ByTurn, func(i, j int) bool { return bucketOrder(s.ByTurn[i].Turns) < bucketOrder(s.ByTurn[j].Turns) })

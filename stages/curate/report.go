@@ -1,12 +1,15 @@
 package curate
 
 import (
+	"maps"
 	"slices"
 	"sort"
 )
 
 // ReportRow is one stored curate unit as the report reads it: the decoded
-// context and, when the classify stage ran, the turn's type.
+// context and, when the classify stage ran, the turn's type. The report
+// folds rows into the tallies below as it pages through a run, so no
+// summary here needs every row at once.
 type ReportRow struct {
 	ConvID   string
 	Turn     int
@@ -40,32 +43,45 @@ func (g *GateCount) add(open bool) {
 	g.Rate = float64(g.Open) / float64(g.Turns)
 }
 
-// GateRates summarizes, per strategy that records decisions (AC3 operators,
-// adaptive), how often it changed the context. Strategies come sorted by
-// name.
-func GateRates(rows []ReportRow) []GateRate {
-	by := map[string]*GateRate{}
-	for _, r := range rows {
-		i := r.Context.Info
-		if i.Operator == "" || i.Action == "" {
-			continue
-		}
-		g := by[r.Context.Strategy]
-		if g == nil {
-			g = &GateRate{Strategy: r.Context.Strategy, ByType: map[string]GateCount{}}
-			by[r.Context.Strategy] = g
-		}
-		g.All.add(i.GateOpen)
-		if i.Analyzed {
-			g.Analyzed.add(i.GateOpen)
-		}
-		tc := g.ByType[r.TurnType]
-		tc.add(i.GateOpen)
-		g.ByType[r.TurnType] = tc
+// GateTally folds curated rows, one at a time, into gate-open rates per
+// strategy that records decisions (AC3 operators, adaptive). Its memory
+// grows with the number of strategies and turn types, not with the run.
+// Use NewGateTally; the zero value is not ready.
+type GateTally struct {
+	by map[string]*GateRate
+}
+
+// NewGateTally returns an empty GateTally.
+func NewGateTally() *GateTally { return &GateTally{by: map[string]*GateRate{}} }
+
+// Add counts one row; rows without a recorded decision are skipped.
+func (t *GateTally) Add(r ReportRow) {
+	i := r.Context.Info
+	if i.Operator == "" || i.Action == "" {
+		return
 	}
-	out := make([]GateRate, 0, len(by))
-	for _, g := range by {
-		out = append(out, *g)
+	g := t.by[r.Context.Strategy]
+	if g == nil {
+		g = &GateRate{Strategy: r.Context.Strategy, ByType: map[string]GateCount{}}
+		t.by[r.Context.Strategy] = g
+	}
+	g.All.add(i.GateOpen)
+	if i.Analyzed {
+		g.Analyzed.add(i.GateOpen)
+	}
+	tc := g.ByType[r.TurnType]
+	tc.add(i.GateOpen)
+	g.ByType[r.TurnType] = tc
+}
+
+// Rates returns the rates so far, sorted by strategy; later rows do not
+// change them.
+func (t *GateTally) Rates() []GateRate {
+	out := make([]GateRate, 0, len(t.by))
+	for _, g := range t.by {
+		c := *g
+		c.ByType = maps.Clone(g.ByType)
+		out = append(out, c)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Strategy < out[b].Strategy })
 	return out
@@ -84,34 +100,66 @@ type ResetStats struct {
 	Histogram map[int]int `json:"histogram"`
 }
 
-// ResetCounts counts resets (rewrites for rewrite) per conversation from
-// the last recorded Resets of each conversation, per strategy, sorted by
-// name.
-func ResetCounts(rows []ReportRow) []ResetStats {
-	last := map[string]map[string]int{} // strategy -> conversation -> resets
-	for _, r := range rows {
-		switch r.Context.Info.Operator {
-		case OpReset, OpGatedReset, OpRewrite:
-		default:
-			continue
-		}
-		m := last[r.Context.Strategy]
-		if m == nil {
-			m = map[string]int{}
-			last[r.Context.Strategy] = m
-		}
-		m[r.ConvID] = max(m[r.ConvID], r.Context.Info.Resets)
+// ResetTally folds curated rows of the operators that remove content
+// (reset, gated-reset, rewrite) into resets per conversation, taking each
+// conversation's largest recorded Resets (rewrites for rewrite). Add rows
+// grouped by conversation for each strategy, as ledger.Units yields them:
+// a strategy's conversation is closed when a row of another conversation
+// of that strategy arrives, so only the open one is held. Use
+// NewResetTally; the zero value is not ready.
+type ResetTally struct {
+	by map[string]*resetAcc
+}
+
+type resetAcc struct {
+	ResetStats
+	conv string // the open conversation
+	cur  int    // its resets so far
+	open bool
+}
+
+func (a *resetAcc) close(s *ResetStats) {
+	if !a.open {
+		return
 	}
-	out := make([]ResetStats, 0, len(last))
-	for name, m := range last {
-		s := ResetStats{Strategy: name, Conversations: len(m), Histogram: map[int]int{}}
-		for _, n := range m {
-			s.Resets += n
-			s.Histogram[n]++
-			if n > 0 {
-				s.WithReset++
-			}
-		}
+	s.Conversations++
+	s.Resets += a.cur
+	s.Histogram[a.cur]++
+	if a.cur > 0 {
+		s.WithReset++
+	}
+}
+
+// NewResetTally returns an empty ResetTally.
+func NewResetTally() *ResetTally { return &ResetTally{by: map[string]*resetAcc{}} }
+
+// Add counts one row; rows of other operators are skipped.
+func (t *ResetTally) Add(r ReportRow) {
+	switch r.Context.Info.Operator {
+	case OpReset, OpGatedReset, OpRewrite:
+	default:
+		return
+	}
+	a := t.by[r.Context.Strategy]
+	if a == nil {
+		a = &resetAcc{ResetStats: ResetStats{Strategy: r.Context.Strategy, Histogram: map[int]int{}}}
+		t.by[r.Context.Strategy] = a
+	}
+	if !a.open || a.conv != r.ConvID {
+		a.close(&a.ResetStats)
+		a.conv, a.cur, a.open = r.ConvID, 0, true
+	}
+	a.cur = max(a.cur, r.Context.Info.Resets)
+}
+
+// Stats returns the counts so far, the open conversations included, per
+// strategy sorted by name; later rows do not change them.
+func (t *ResetTally) Stats() []ResetStats {
+	out := make([]ResetStats, 0, len(t.by))
+	for _, a := range t.by {
+		s := a.ResetStats
+		s.Histogram = maps.Clone(a.Histogram)
+		a.close(&s)
 		s.MeanPerConv = float64(s.Resets) / float64(s.Conversations)
 		out = append(out, s)
 	}
@@ -131,45 +179,52 @@ type TokenStats struct {
 	MeanRatio float64 `json:"mean_ratio"`
 }
 
-// TokensVsFC compares every strategy's context tokens with fc's on the
-// turns both curated ("fc" itself included, at ratio 1). Without fc rows it
-// returns nil. Strategies come sorted by name.
-func TokensVsFC(rows []ReportRow) []TokenStats {
-	type key struct {
-		conv string
-		turn int
+// TokenTally folds curated rows into each strategy's context tokens
+// against fc's on the same turns ("fc" itself included, at ratio 1). The
+// caller pairs each row with fc's tokens for that conversation and turn,
+// which it finds among the rows of the same turn: nothing here looks
+// across turns, so memory does not grow with the run. Use NewTokenTally;
+// the zero value is not ready.
+type TokenTally struct {
+	by   map[string]*TokenStats
+	sums map[string]float64
+}
+
+// NewTokenTally returns an empty TokenTally.
+func NewTokenTally() *TokenTally {
+	return &TokenTally{by: map[string]*TokenStats{}, sums: map[string]float64{}}
+}
+
+// Add counts row against fcTokens, fc's context tokens on the same turn;
+// fcTokens 0 (fc did not curate the turn, or its context was empty) skips
+// the row. Per-turn ratios are summed in the order rows are added.
+func (t *TokenTally) Add(r ReportRow, fcTokens int) {
+	if fcTokens == 0 {
+		return
 	}
-	fc := map[key]int{}
-	for _, r := range rows {
-		if r.Context.Strategy == "fc" {
-			fc[key{r.ConvID, r.Turn}] = r.Context.Tokens
-		}
+	s := t.by[r.Context.Strategy]
+	if s == nil {
+		s = &TokenStats{Strategy: r.Context.Strategy}
+		t.by[r.Context.Strategy] = s
 	}
-	if len(fc) == 0 {
+	s.Turns++
+	s.Tokens += int64(r.Context.Tokens)
+	s.FCTokens += int64(fcTokens)
+	t.sums[s.Strategy] += float64(r.Context.Tokens) / float64(fcTokens)
+}
+
+// Stats returns the comparisons so far, sorted by strategy; nil when no row
+// was paired with fc.
+func (t *TokenTally) Stats() []TokenStats {
+	if len(t.by) == 0 {
 		return nil
 	}
-	by := map[string]*TokenStats{}
-	sums := map[string]float64{}
-	for _, r := range rows {
-		f, ok := fc[key{r.ConvID, r.Turn}]
-		if !ok || f == 0 {
-			continue
-		}
-		s := by[r.Context.Strategy]
-		if s == nil {
-			s = &TokenStats{Strategy: r.Context.Strategy}
-			by[r.Context.Strategy] = s
-		}
-		s.Turns++
-		s.Tokens += int64(r.Context.Tokens)
-		s.FCTokens += int64(f)
-		sums[s.Strategy] += float64(r.Context.Tokens) / float64(f)
-	}
-	out := make([]TokenStats, 0, len(by))
-	for name, s := range by {
-		s.Ratio = float64(s.Tokens) / float64(s.FCTokens)
-		s.MeanRatio = sums[name] / float64(s.Turns)
-		out = append(out, *s)
+	out := make([]TokenStats, 0, len(t.by))
+	for name, s := range t.by {
+		c := *s
+		c.Ratio = float64(c.Tokens) / float64(c.FCTokens)
+		c.MeanRatio = t.sums[name] / float64(c.Turns)
+		out = append(out, c)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Strategy < out[b].Strategy })
 	return out
@@ -196,41 +251,52 @@ type CostStats struct {
 	PerAnalyzedTurnCalls float64 `json:"per_analyzed_turn_calls"`
 }
 
-// AnalysisCosts sums, per strategy that made calls, the analysis and
-// operator calls and their cost, sorted by name. Calls answered from the
-// cache count as calls at no cost (see CachedCalls).
-func AnalysisCosts(rows []ReportRow) []CostStats {
-	by := map[string]*CostStats{}
-	for _, r := range rows {
-		i := r.Context.Info
-		if i.Operator == "" {
-			continue
-		}
-		s := by[r.Context.Strategy]
-		if s == nil {
-			s = &CostStats{Strategy: r.Context.Strategy}
-			by[r.Context.Strategy] = s
-		}
-		s.Turns++
-		if i.Analyzed {
-			s.AnalyzedTurns++
-		}
-		s.AnalysisCalls += i.AnalysisUsage.Calls
-		s.OperatorCalls += i.OperatorUsage.Calls
-		u := i.Usage()
-		s.CachedCalls += u.Cached
-		s.PromptTokens += u.PromptTokens
-		s.CompletionTokens += u.CompletionTokens
-		s.AnalysisUSD += i.AnalysisUsage.CostUSD
-		s.OperatorUSD += i.OperatorUsage.CostUSD
+// CostTally folds curated rows into what each strategy that made calls
+// spent: analysis and operator calls and their cost. Calls answered from the
+// cache count as calls at no cost (see CachedCalls). Costs are summed in
+// the order rows are added. Use NewCostTally; the zero value is not ready.
+type CostTally struct {
+	by map[string]*CostStats
+}
+
+// NewCostTally returns an empty CostTally.
+func NewCostTally() *CostTally { return &CostTally{by: map[string]*CostStats{}} }
+
+// Add counts one row; rows of strategies without an operator are skipped.
+func (t *CostTally) Add(r ReportRow) {
+	i := r.Context.Info
+	if i.Operator == "" {
+		return
 	}
-	out := make([]CostStats, 0, len(by))
-	for _, s := range by {
+	s := t.by[r.Context.Strategy]
+	if s == nil {
+		s = &CostStats{Strategy: r.Context.Strategy}
+		t.by[r.Context.Strategy] = s
+	}
+	s.Turns++
+	if i.Analyzed {
+		s.AnalyzedTurns++
+	}
+	s.AnalysisCalls += i.AnalysisUsage.Calls
+	s.OperatorCalls += i.OperatorUsage.Calls
+	u := i.Usage()
+	s.CachedCalls += u.Cached
+	s.PromptTokens += u.PromptTokens
+	s.CompletionTokens += u.CompletionTokens
+	s.AnalysisUSD += i.AnalysisUsage.CostUSD
+	s.OperatorUSD += i.OperatorUsage.CostUSD
+}
+
+// Stats returns the sums so far, sorted by strategy.
+func (t *CostTally) Stats() []CostStats {
+	out := make([]CostStats, 0, len(t.by))
+	for _, p := range t.by {
+		s := *p
 		if s.AnalyzedTurns > 0 {
 			s.PerAnalyzedTurnUSD = s.AnalysisUSD / float64(s.AnalyzedTurns)
 			s.PerAnalyzedTurnCalls = float64(s.AnalysisCalls) / float64(s.AnalyzedTurns)
 		}
-		out = append(out, *s)
+		out = append(out, s)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Strategy < out[b].Strategy })
 	return out

@@ -137,7 +137,7 @@ func TestStageFromRoundTwoAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := pollution.Summarize(units)
+	s := summarize(units)
 	if s.Turns != 2 || s.AnyTurns.Count != 2 || s.AnyConversations.Share != 1 || s.Categories[1].Turns.Count != 2 {
 		t.Errorf("summary = %+v", s)
 	}

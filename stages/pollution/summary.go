@@ -1,6 +1,8 @@
 package pollution
 
 import (
+	"maps"
+
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/stats"
 )
@@ -42,43 +44,89 @@ type Summary struct {
 	Annotators       map[string]int
 }
 
-// Summarize summarises pollution units (one variant's, as read with
-// ledger.Units). Units that do not decode count as failed.
-func Summarize(units []ledger.Unit) Summary {
-	s := Summary{Annotators: map[string]int{}}
-	convs := map[string]bool{}
-	anyConv := map[string]bool{}
-	turnsBy := map[string]int{}
-	convBy := map[string]map[string]bool{}
-	anyTurns := 0
-	for _, u := range units {
-		if u.Status != "done" {
-			s.Failed++
-			continue
-		}
-		l, err := Decode(u.Output)
-		if err != nil {
-			s.Failed++
-			continue
-		}
-		s.Turns++
-		convs[u.ConvID] = true
-		s.Annotators[l.Annotator]++
-		if !l.Present {
-			continue
-		}
-		anyTurns++
-		anyConv[u.ConvID] = true
-		turnsBy[l.Category]++
-		if convBy[l.Category] == nil {
-			convBy[l.Category] = map[string]bool{}
-		}
-		convBy[l.Category][u.ConvID] = true
+// Summarizer folds pollution units into a Summary, one unit at a time, in
+// memory that does not grow with the run: per-conversation shares need only
+// the categories of the conversation being read. Add units grouped by
+// conversation, as ledger.Units yields them. Use NewSummarizer; the zero
+// value is not ready.
+type Summarizer struct {
+	s        Summary
+	anyTurns int
+	turnsBy  map[string]int
+	// Conversations with pollution, of any category and per category, up
+	// to but not including the current one.
+	anyConv int
+	convBy  map[string]int
+	// The conversation being read and the categories found in it so far.
+	lastConv string
+	seen     bool
+	curAny   bool
+	curCats  map[string]bool
+}
+
+// NewSummarizer returns an empty Summarizer.
+func NewSummarizer() *Summarizer {
+	return &Summarizer{s: Summary{Annotators: map[string]int{}}, turnsBy: map[string]int{}, convBy: map[string]int{}, curCats: map[string]bool{}}
+}
+
+// Add counts one pollution unit (one variant's). Units that are not done or
+// do not decode count as failed.
+func (z *Summarizer) Add(u ledger.Unit) {
+	s := &z.s
+	if u.Status != ledger.Done {
+		s.Failed++
+		return
 	}
-	s.Conversations = len(convs)
-	s.AnyTurns, s.AnyConversations = share(anyTurns, s.Turns), share(len(anyConv), s.Conversations)
+	l, err := Decode(u.Output)
+	if err != nil {
+		s.Failed++
+		return
+	}
+	s.Turns++
+	if !z.seen || u.ConvID != z.lastConv {
+		z.closeConv()
+		s.Conversations++
+		z.lastConv, z.seen = u.ConvID, true
+	}
+	s.Annotators[l.Annotator]++
+	if !l.Present {
+		return
+	}
+	z.anyTurns++
+	z.curAny = true
+	z.turnsBy[l.Category]++
+	z.curCats[l.Category] = true
+}
+
+// closeConv moves the current conversation's findings into the totals.
+func (z *Summarizer) closeConv() {
+	if z.curAny {
+		z.anyConv++
+	}
+	for c := range z.curCats {
+		z.convBy[c]++
+	}
+	z.curAny = false
+	clear(z.curCats)
+}
+
+// Summary returns the summary of the units added so far; adding more units
+// later does not change it.
+func (z *Summarizer) Summary() Summary {
+	s := z.s
+	s.Annotators = maps.Clone(z.s.Annotators)
+	anyConv := z.anyConv
+	if z.curAny {
+		anyConv++
+	}
+	s.AnyTurns, s.AnyConversations = share(z.anyTurns, s.Turns), share(anyConv, s.Conversations)
+	s.Categories = nil
 	for _, c := range Categories() {
-		s.Categories = append(s.Categories, CategoryShare{Category: c, Turns: share(turnsBy[c], s.Turns), Conversations: share(len(convBy[c]), s.Conversations)})
+		n := z.convBy[c]
+		if z.curCats[c] {
+			n++
+		}
+		s.Categories = append(s.Categories, CategoryShare{Category: c, Turns: share(z.turnsBy[c], s.Turns), Conversations: share(n, s.Conversations)})
 	}
 	return s
 }
