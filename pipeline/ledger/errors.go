@@ -29,6 +29,8 @@ var (
 type DamagedError struct {
 	Path string
 	Err  error
+
+	fromNote bool // read from the damage note, not found just now
 }
 
 func (e *DamagedError) Error() string {
@@ -142,7 +144,9 @@ func (l *Ledger) damaged(format string, args ...any) error {
 	return &DamagedError{Path: l.path, Err: fmt.Errorf(format, args...)}
 }
 
-// classify is deferred by every exported method: *err becomes classified.
+// classify is deferred by every exported method: *err becomes classified,
+// and damage is noted beside the run file for later commands.
 func (l *Ledger) classify(err *error) {
 	*err = classify(l.path, *err)
+	noteDamage(l.path, *err)
 }

@@ -59,7 +59,8 @@ type Options struct {
 // the holder's PID and host. Both kinds of open check the file's header
 // first and fail with a *DamagedError (ErrDamaged) if it is not a sound
 // SQLite file; the check reads one page and does not scan the file (see
-// Check for that).
+// Check for that). They also fail with ErrDamaged when an earlier command
+// met damage in the file and left a note (see DamageSuffix).
 func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error) {
 	var lock *writerLock
 	if !opts.ReadOnly {
@@ -72,9 +73,14 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 			}
 		}()
 	}
+	if err := damageNoted(path); err != nil {
+		return nil, err
+	}
 	if err := checkHeader(path, lock != nil); err != nil {
 		return nil, err
 	}
+	// Damage SQLite reports while opening is noted like any other.
+	defer func() { noteDamage(path, err) }()
 	// Per-connection settings go in the DSN: a PRAGMA sent through Exec would
 	// reach only one connection of the pool.
 	q := url.Values{}

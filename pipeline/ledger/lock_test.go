@@ -253,3 +253,5 @@ func TestLockFileUnwritableDirectory(t *testing.T) {
 		t.Fatalf("open in a read-only directory: %v; want an error about the lock file", err)
 	}
 }
+
+var errNoSpace = syscall.ENOSPC
