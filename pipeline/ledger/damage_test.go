@@ -268,19 +268,29 @@ func TestDamagedStructures(t *testing.T) {
 		fn   func(*ledger.Ledger) error
 	}
 	var (
-		countConvs   = call{"CountConversations", func(l *ledger.Ledger) error { _, err := l.CountConversations(ctx); return err }}
-		page         = call{"ConversationPage", func(l *ledger.Ledger) error { _, err := l.ConversationPage(ctx, 0, 1000); return err }}
-		eachPage     = call{"EachPage", func(l *ledger.Ledger) error { return l.EachPage(ctx, 50, func([]ledger.Stored, int64, int64) error { return nil }) }}
-		byID         = call{"Conversation", func(l *ledger.Ledger) error { _, _, err := l.Conversation(ctx, "conv-00150"); return err }}
-		taskCounts   = call{"TaskCounts", func(l *ledger.Ledger) error { _, _, err := l.TaskCounts(ctx, "curate", testVariants[0]); return err }}
-		taskStates   = call{"TaskStates", func(l *ledger.Ledger) error { _, err := l.TaskStates(ctx, "curate", testVariants, 0, 1000); return err }}
-		units        = call{"Units", func(l *ledger.Ledger) error { return l.Units(ctx, "curate", testVariants, 0, 1000, func(ledger.Unit) error { return nil }) }}
-		status       = call{"Status", func(l *ledger.Ledger) error { _, err := l.Status(ctx); return err }}
-		progress     = call{"Progress", func(l *ledger.Ledger) error { _, err := l.Progress(ctx); return err }}
-		cacheGet     = call{"LLMCache.Get", func(l *ledger.Ledger) error { _, _, err := l.LLMCache().Get(ctx, fmt.Sprintf("%064x", 150)); return err }}
-		spend        = call{"SpendUSD", func(l *ledger.Ledger) error { _, err := l.SpendUSD(ctx); return err }}
-		inputs       = call{"Inputs", func(l *ledger.Ledger) error { _, err := l.Inputs(ctx); return err }}
-		convUnits    = call{"ConversationUnits", func(l *ledger.Ledger) error { _, err := l.ConversationUnits(ctx, "curate", "conv-00150", 0); return err }}
+		countConvs = call{"CountConversations", func(l *ledger.Ledger) error { _, err := l.CountConversations(ctx); return err }}
+		page       = call{"ConversationPage", func(l *ledger.Ledger) error { _, err := l.ConversationPage(ctx, 0, 1000); return err }}
+		eachPage   = call{"EachPage", func(l *ledger.Ledger) error {
+			return l.EachPage(ctx, 50, func([]ledger.Stored, int64, int64) error { return nil })
+		}}
+		byID       = call{"Conversation", func(l *ledger.Ledger) error { _, _, err := l.Conversation(ctx, "conv-00150"); return err }}
+		taskCounts = call{"TaskCounts", func(l *ledger.Ledger) error { _, _, err := l.TaskCounts(ctx, "curate", testVariants[0]); return err }}
+		taskStates = call{"TaskStates", func(l *ledger.Ledger) error { _, err := l.TaskStates(ctx, "curate", testVariants, 0, 1000); return err }}
+		units      = call{"Units", func(l *ledger.Ledger) error {
+			return l.Units(ctx, "curate", testVariants, 0, 1000, func(ledger.Unit) error { return nil })
+		}}
+		status   = call{"Status", func(l *ledger.Ledger) error { _, err := l.Status(ctx); return err }}
+		progress = call{"Progress", func(l *ledger.Ledger) error { _, err := l.Progress(ctx); return err }}
+		cacheGet = call{"LLMCache.Get", func(l *ledger.Ledger) error {
+			_, _, err := l.LLMCache().Get(ctx, fmt.Sprintf("%064x", 150))
+			return err
+		}}
+		spend     = call{"SpendUSD", func(l *ledger.Ledger) error { _, err := l.SpendUSD(ctx); return err }}
+		inputs    = call{"Inputs", func(l *ledger.Ledger) error { _, err := l.Inputs(ctx); return err }}
+		convUnits = call{"ConversationUnits", func(l *ledger.Ledger) error {
+			_, err := l.ConversationUnits(ctx, "curate", "conv-00150", 0)
+			return err
+		}}
 	)
 	cases := []struct {
 		structure string
