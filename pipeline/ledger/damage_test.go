@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -420,4 +421,38 @@ func TestCheckSoundRunClearsNote(t *testing.T) {
 		t.Fatalf("open after the check: %v", err)
 	}
 	l.Close()
+}
+
+// middleLeaf walks a table's b-tree from its root page down the middle
+// child of each interior page and returns the leaf it reaches, so a test
+// can damage some rows of one table and nothing else.
+func middleLeaf(tb testing.TB, path string, pageSize, root int64) int64 {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, pageSize)
+	page := root
+	for {
+		if _, err := f.ReadAt(buf, (page-1)*pageSize); err != nil {
+			tb.Fatal(err)
+		}
+		switch buf[0] {
+		case 0x0d, 0x0a: // table or index leaf
+			return page
+		case 0x05, 0x02: // interior: cells start with a child page number
+			cells := int(buf[3])<<8 | int(buf[4])
+			if cells == 0 {
+				page = int64(binary.BigEndian.Uint32(buf[8:12]))
+				continue
+			}
+			ptr := 12 + 2*(cells/2)
+			off := int(buf[ptr])<<8 | int(buf[ptr+1])
+			page = int64(binary.BigEndian.Uint32(buf[off : off+4]))
+		default:
+			tb.Fatalf("page %d has type %#x, not a b-tree page", page, buf[0])
+		}
+	}
 }
