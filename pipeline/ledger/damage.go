@@ -112,6 +112,7 @@ func Check(ctx context.Context, path string) (CheckResult, error) {
 		}
 		res.Problems = append(res.Problems, err.Error())
 	}
+	res.Problems = nameTrees(ctx, db, res.Problems)
 	if len(res.Problems) == 1 && res.Problems[0] == "ok" {
 		res.Problems, res.OK = nil, true
 		if err := os.Remove(path + DamageSuffix); err == nil {
@@ -134,4 +135,34 @@ func openReader(path string) (*sql.DB, error) {
 	}
 	db.SetMaxOpenConns(1)
 	return db, nil
+}
+
+// nameTrees drops SQLite's "*** in database main ***" heading and adds the
+// table or index name to each "Tree N" (N is its root page), when the schema
+// can still be read.
+func nameTrees(ctx context.Context, db *sql.DB, problems []string) []string {
+	names := map[string]string{}
+	if rows, err := db.QueryContext(ctx, `SELECT rootpage, type, name FROM sqlite_master WHERE rootpage > 0`); err == nil {
+		for rows.Next() {
+			var root, typ, name string
+			if rows.Scan(&root, &typ, &name) == nil {
+				names["Tree "+root+" "] = "Tree " + root + " (" + typ + " " + name + ") "
+			}
+		}
+		rows.Close()
+	}
+	out := problems[:0]
+	for _, p := range problems {
+		if strings.HasPrefix(p, "*** in database") {
+			continue
+		}
+		for k, v := range names {
+			if strings.HasPrefix(p, k) {
+				p = v + strings.TrimPrefix(p, k)
+				break
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -587,51 +587,52 @@ func (s *salvager) tasks(ctx context.Context, c *SalvageCount) error {
 	if hasReason {
 		reasonCol = "reason"
 	}
-	// The conversations kept are walked in the new run (or, when only
-	// counting, in the old one) a page of seqs at a time.
-	var convs interface {
-		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-	} = s.src
-	var after int64
-	for {
-		if s.dst != nil {
-			tx, err := s.tx(ctx)
-			if err != nil {
+	each := func(seq int64) error {
+		for _, k := range kinds {
+			if err := s.task(ctx, k, seq, reasonCol, c); err != nil {
 				return err
 			}
-			convs = tx
+		}
+		return nil
+	}
+	if s.dst == nil {
+		// Only counting: the old run's conversations, stepping over damage
+		// as the conversations step did.
+		return s.eachIntKey(ctx, "conversations", "seq", &SalvageCount{}, each)
+	}
+	// The conversations kept, walked in the new run a page of seqs at a
+	// time, inside the batch transaction (the new run has one connection).
+	var after int64
+	for {
+		tx, err := s.tx(ctx)
+		if err != nil {
+			return err
 		}
 		var seqs []int64
-		rows, err := convs.QueryContext(ctx, `SELECT seq FROM conversations WHERE seq > ? ORDER BY seq LIMIT ?`, after, salvagePage)
-		if err == nil {
-			for rows.Next() {
-				var q int64
-				if err = rows.Scan(&q); err != nil {
-					break
-				}
-				seqs = append(seqs, q)
-			}
-			if err == nil {
-				err = rows.Err()
-			}
-			rows.Close()
-		}
+		rows, err := tx.QueryContext(ctx, `SELECT seq FROM conversations WHERE seq > ? ORDER BY seq LIMIT ?`, after, salvagePage)
 		if err != nil {
-			// Only counting, and the old run's conversations cannot be
-			// walked past here: the conversations step counted that.
-			if s.dst == nil && isDamage(err) {
-				return nil
+			return err
+		}
+		for rows.Next() {
+			var q int64
+			if err = rows.Scan(&q); err != nil {
+				break
 			}
+			seqs = append(seqs, q)
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		rows.Close()
+		if err != nil {
 			return err
 		}
 		if len(seqs) == 0 {
 			return nil
 		}
 		for _, seq := range seqs {
-			for _, k := range kinds {
-				if err := s.task(ctx, k, seq, reasonCol, c); err != nil {
-					return err
-				}
+			if err := each(seq); err != nil {
+				return err
 			}
 		}
 		after = seqs[len(seqs)-1]
