@@ -26,6 +26,9 @@ func TestProgressQueriesUseIndexes(t *testing.T) {
 			"USING COVERING INDEX units_failed"},
 		{`SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM tasks WHERE stage = 'a' AND variant = 'b' AND version = 'c'`,
 			"USING PRIMARY KEY"},
+		// taskStates: a range of the key, never every task of the stage.
+		{`SELECT conv_seq, status FROM tasks WHERE stage = 'a' AND variant = 'b' AND version = 'c' AND conv_seq > 1 AND conv_seq <= 2`,
+			"USING PRIMARY KEY (stage=? AND variant=? AND version=? AND conv_seq>? AND conv_seq<?)"},
 	}
 	for _, c := range cases {
 		rows, err := l.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query)

@@ -166,3 +166,98 @@ func TestProgressOfAnOlderRun(t *testing.T) {
 		t.Fatalf("failed units left without a reason after a writer opened the run: %d, %v", unreasoned, err)
 	}
 }
+
+func TestEachPending(t *testing.T) {
+	ctx := context.Background()
+	l, _ := mustOpen(t)
+	if err := ingestN(ctx, l, "/x.jsonl", 1000); err != nil {
+		t.Fatal(err)
+	}
+	fc, ao, lt := ledger.Variant{Name: "fc", Version: "v1"}, ledger.Variant{Name: "ao", Version: "v1"}, ledger.Variant{Name: "lt", Version: "v1"}
+	// fc done everywhere but seq 500; ao done (or failed) on odd seqs; lt
+	// recorded at another version only.
+	var tasks []ledger.TaskResult
+	for seq := int64(1); seq <= 1000; seq++ {
+		id := fmt.Sprintf("c%05d", seq-1)
+		if seq != 500 {
+			tasks = append(tasks, ledger.TaskResult{TaskID: ledger.TaskID{Stage: "curate", Variant: "fc", Version: "v1", ConvSeq: seq}, ConvID: id, Status: ledger.Done})
+		}
+		if seq%2 == 1 {
+			st := ledger.Done
+			if seq%3 == 0 {
+				st = ledger.Failed
+			}
+			tasks = append(tasks, ledger.TaskResult{TaskID: ledger.TaskID{Stage: "curate", Variant: "ao", Version: "v1", ConvSeq: seq}, ConvID: id, Status: st})
+		}
+		tasks = append(tasks, ledger.TaskResult{TaskID: ledger.TaskID{Stage: "curate", Variant: "lt", Version: "v0", ConvSeq: seq}, ConvID: id, Status: ledger.Done})
+	}
+	if err := l.CommitTasks(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		variants []ledger.Variant
+		want     func(seq int64) []ledger.Variant
+	}{
+		{"one variant, one pending", []ledger.Variant{fc}, func(seq int64) []ledger.Variant {
+			if seq == 500 {
+				return []ledger.Variant{fc}
+			}
+			return nil
+		}},
+		{"two variants", []ledger.Variant{fc, ao}, func(seq int64) []ledger.Variant {
+			var out []ledger.Variant
+			if seq == 500 {
+				out = append(out, fc)
+			}
+			if seq%2 == 0 {
+				out = append(out, ao)
+			}
+			return out
+		}},
+		{"another version is pending", []ledger.Variant{lt, fc}, func(seq int64) []ledger.Variant {
+			if seq == 500 {
+				return []ledger.Variant{lt, fc}
+			}
+			return []ledger.Variant{lt}
+		}},
+	}
+	for _, c := range cases {
+		for _, size := range []int{1, 7, 512, 5000} {
+			t.Run(fmt.Sprintf("%s/page %d", c.name, size), func(t *testing.T) {
+				var got []ledger.Pending
+				err := l.EachPending(ctx, "curate", c.variants, size, func(page []ledger.Pending) error {
+					if len(page) == 0 {
+						t.Error("called with an empty page")
+					}
+					got = append(got, page...)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []ledger.Pending
+				for seq := int64(1); seq <= 1000; seq++ {
+					if vs := c.want(seq); len(vs) > 0 {
+						want = append(want, ledger.Pending{Stored: ledger.Stored{Seq: seq}, Variants: vs})
+					}
+				}
+				if len(got) != len(want) {
+					t.Fatalf("%d pending, want %d", len(got), len(want))
+				}
+				for i := range want {
+					if got[i].Seq != want[i].Seq || !reflect.DeepEqual(got[i].Variants, want[i].Variants) {
+						t.Fatalf("pending[%d] = seq %d %v, want seq %d %v", i, got[i].Seq, got[i].Variants, want[i].Seq, want[i].Variants)
+					}
+					if got[i].Conv == nil || got[i].Conv.ID != fmt.Sprintf("c%05d", got[i].Seq-1) {
+						t.Fatalf("pending seq %d carries conversation %+v", got[i].Seq, got[i].Conv)
+					}
+				}
+			})
+		}
+	}
+	stop := fmt.Errorf("enough")
+	if err := l.EachPending(ctx, "curate", []ledger.Variant{ao}, 10, func([]ledger.Pending) error { return stop }); err != stop {
+		t.Fatalf("callback error came back as %v", err)
+	}
+}

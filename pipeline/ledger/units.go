@@ -111,28 +111,41 @@ type Variant struct {
 // TaskStates returns the stored status of every task of stage among variants
 // for conversations with after < seq <= upto. Tasks of other versions are
 // ignored: a changed setting makes its tasks pending again.
+//
+// It asks once per variant, so each query is a range of the tasks' primary
+// key: one query with the variants OR-ed together makes SQLite scan every
+// task of the stage, for every page the planner reads.
 func (l *Ledger) TaskStates(ctx context.Context, stage string, variants []Variant, after, upto int64) (_ map[TaskID]string, err error) {
 	defer l.classify(&err)
 	out := map[TaskID]string{}
-	if len(variants) == 0 {
-		return out, nil
+	for _, v := range variants {
+		if err := l.taskStates(ctx, stage, v, after, upto, func(seq int64, st string) {
+			out[TaskID{Stage: stage, Variant: v.Name, Version: v.Version, ConvSeq: seq}] = st
+		}); err != nil {
+			return nil, err
+		}
 	}
-	q, args := variantFilter(variants)
-	args = append([]any{stage, after, upto}, args...)
-	rows, err := l.r.QueryContext(ctx, `SELECT variant, version, conv_seq, status FROM tasks WHERE stage = ? AND conv_seq > ? AND conv_seq <= ? AND `+q, args...)
+	return out, nil
+}
+
+func (l *Ledger) taskStates(ctx context.Context, stage string, v Variant, after, upto int64, fn func(seq int64, status string)) error {
+	rows, err := l.r.QueryContext(ctx, `SELECT conv_seq, status FROM tasks WHERE stage = ? AND variant = ? AND version = ? AND conv_seq > ? AND conv_seq <= ?`, stage, v.Name, v.Version, after, upto)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s task states: %w", stage, err)
+		return fmt.Errorf("reading %s/%s task states: %w", stage, v.Name, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		id := TaskID{Stage: stage}
+		var seq int64
 		var st string
-		if err := rows.Scan(&id.Variant, &id.Version, &id.ConvSeq, &st); err != nil {
-			return nil, err
+		if err := rows.Scan(&seq, &st); err != nil {
+			return fmt.Errorf("reading %s/%s task states: %w", stage, v.Name, err)
 		}
-		out[id] = st
+		fn(seq, st)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s/%s task states: %w", stage, v.Name, err)
+	}
+	return nil
 }
 
 func variantFilter(variants []Variant) (string, []any) {
