@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,13 +99,36 @@ func buildRun(tb testing.TB, path string, n int) {
 	}
 }
 
-// builtRun builds a run once per test binary and returns a fresh copy of it.
+// built holds the runs buildRun made, by size, so each is built once per
+// test binary; TestMain removes the folder.
+var built struct {
+	sync.Mutex
+	dir  string
+	runs map[int]string
+}
+
+// builtRun returns a fresh copy of a run built by buildRun with n
+// conversations, in the test's own folder.
 func builtRun(tb testing.TB, n int) string {
 	tb.Helper()
-	dir := tb.TempDir()
-	src := filepath.Join(dir, "built.db")
-	buildRun(tb, src, n)
-	return src
+	built.Lock()
+	defer built.Unlock()
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "ac3-ledger-test-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		built.dir, built.runs = dir, map[int]string{}
+	}
+	src, ok := built.runs[n]
+	if !ok {
+		src = filepath.Join(built.dir, fmt.Sprintf("built-%d.db", n))
+		buildRun(tb, src, n)
+		built.runs[n] = src
+	}
+	path := filepath.Join(tb.TempDir(), "built.db")
+	copyFile(tb, src, path)
+	return path
 }
 
 func copyFile(tb testing.TB, src, dst string) {

@@ -27,7 +27,11 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(helperEnv); path != "" {
 		os.Exit(writerProcess(path))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // writerProcess waits for a line on stdin (so several processes can be
