@@ -193,20 +193,11 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, halt <-c
 	for i, v := range variants {
 		lv[i] = ledger.Variant(v)
 	}
-	return l.EachPage(ctx, opts.PageSize, func(page []ledger.Stored, after, upto int64) error {
-		states, err := l.TaskStates(ctx, s.Name(), lv, after, upto)
-		if err != nil {
-			return err
-		}
-		for _, sc := range page {
-			var pending []Variant
-			for _, v := range variants {
-				if _, seen := states[ledger.TaskID{Stage: s.Name(), Variant: v.Name, Version: v.Version, ConvSeq: sc.Seq}]; !seen {
-					pending = append(pending, v)
-				}
-			}
-			if len(pending) == 0 {
-				continue
+	return l.EachPending(ctx, s.Name(), lv, opts.PageSize, func(page []ledger.Pending) error {
+		for _, p := range page {
+			pending := make([]Variant, len(p.Variants))
+			for i, v := range p.Variants {
+				pending[i] = Variant(v)
 			}
 			// Checked before the send too: select picks at random among
 			// ready cases, and a stop must win over free buffer space.
@@ -214,7 +205,7 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, halt <-c
 				return errStopped
 			}
 			select {
-			case out <- Task{Seq: sc.Seq, Conv: sc.Conv, Variants: pending, Retry: retry}:
+			case out <- Task{Seq: p.Seq, Conv: p.Conv, Variants: pending, Retry: retry}:
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-opts.Stop:
