@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // Sentinels for the failures a command must treat differently from an
@@ -117,8 +115,7 @@ func classify(path string, err error) error {
 }
 
 func isDamage(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB) {
+	if sqliteDamage(err) {
 		return true
 	}
 	// Some paths lose the typed error (a driver error formatted with %v);
@@ -128,8 +125,7 @@ func isDamage(err error) bool {
 }
 
 func isDiskFull(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrFull || se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT) {
+	if sqliteFull(err) {
 		return true
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
