@@ -307,30 +307,21 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, rs *runS
 		lv[i] = ledger.Variant(v)
 	}
 	_, chained := s.(ChainStage)
-	return l.EachPage(ctx, opts.PageSize, func(page []ledger.Stored, after, upto int64) error {
-		states, err := l.TaskStates(ctx, s.Name(), lv, after, upto)
-		if err != nil {
-			return err
-		}
+	return l.EachPending(ctx, s.Name(), lv, opts.PageSize, func(page []ledger.Pending) error {
 		if !chained {
 			// Longest conversations first within a page: a run then ends
 			// on short tasks, and the window drains in about one unit's
 			// time instead of one long conversation's. A chain must keep
 			// ingest order. Results are keyed, so the order shows nowhere.
 			page = slices.Clone(page)
-			slices.SortStableFunc(page, func(a, b ledger.Stored) int {
+			slices.SortStableFunc(page, func(a, b ledger.Pending) int {
 				return cmp.Compare(len(b.Conv.Messages), len(a.Conv.Messages))
 			})
 		}
-		for _, sc := range page {
-			var pending []Variant
-			for _, v := range variants {
-				if _, seen := states[ledger.TaskID{Stage: s.Name(), Variant: v.Name, Version: v.Version, ConvSeq: sc.Seq}]; !seen {
-					pending = append(pending, v)
-				}
-			}
-			if len(pending) == 0 {
-				continue
+		for _, p := range page {
+			pending := make([]Variant, len(p.Variants))
+			for i, v := range p.Variants {
+				pending[i] = Variant(v)
 			}
 			// Checked before the send too: select picks at random among
 			// ready cases, and a stop must win over free buffer space.
@@ -338,7 +329,7 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, rs *runS
 				return ErrStopped
 			}
 			select {
-			case out <- Task{Seq: sc.Seq, Conv: sc.Conv, Variants: pending, Retry: retry, run: rs}:
+			case out <- Task{Seq: p.Seq, Conv: p.Conv, Variants: pending, Retry: retry, run: rs}:
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-opts.Stop:

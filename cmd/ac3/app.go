@@ -79,6 +79,7 @@ func newApp(e *env) *cli.App {
 			exportCommand(e),
 			runCommand(e),
 			statusCommand(e),
+			doctorCommand(e),
 			retryCommand(e),
 			convertCommand(e),
 			llmCommand(e),

@@ -25,9 +25,10 @@ type Input struct {
 }
 
 // Input looks up an input by path, reporting false when it was never seen.
-func (l *Ledger) Input(ctx context.Context, path string) (Input, bool, error) {
+func (l *Ledger) Input(ctx context.Context, path string) (_ Input, _ bool, err error) {
+	defer l.classify(&err)
 	in := Input{Path: path}
-	err := l.r.QueryRowContext(ctx, `SELECT id, format, size, mtime_ns, records_done, finished FROM inputs WHERE path = ?`, path).
+	err = l.r.QueryRowContext(ctx, `SELECT id, format, size, mtime_ns, records_done, finished FROM inputs WHERE path = ?`, path).
 		Scan(&in.ID, &in.Format, &in.Size, &in.MTimeNs, &in.RecordsDone, &in.Finished)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Input{}, false, nil
@@ -39,7 +40,8 @@ func (l *Ledger) Input(ctx context.Context, path string) (Input, bool, error) {
 }
 
 // Inputs lists every input in the order it was added.
-func (l *Ledger) Inputs(ctx context.Context) ([]Input, error) {
+func (l *Ledger) Inputs(ctx context.Context) (_ []Input, err error) {
+	defer l.classify(&err)
 	rows, err := l.r.QueryContext(ctx, `SELECT id, path, format, size, mtime_ns, records_done, finished FROM inputs ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing inputs: %w", err)
@@ -57,7 +59,8 @@ func (l *Ledger) Inputs(ctx context.Context) ([]Input, error) {
 }
 
 // AddInput records a new input file and returns it with its ID.
-func (l *Ledger) AddInput(ctx context.Context, in Input) (Input, error) {
+func (l *Ledger) AddInput(ctx context.Context, in Input) (_ Input, err error) {
+	defer l.classify(&err)
 	res, err := l.w.ExecContext(ctx, `INSERT INTO inputs (path, format, size, mtime_ns) VALUES (?, ?, ?, ?)`, in.Path, in.Format, in.Size, in.MTimeNs)
 	if err != nil {
 		return Input{}, fmt.Errorf("recording input %s: %w", in.Path, err)
@@ -94,8 +97,8 @@ type IngestResult struct {
 }
 
 // CommitIngest stores one ingest batch in a single transaction.
-func (l *Ledger) CommitIngest(ctx context.Context, b IngestBatch) (IngestResult, error) {
-	var res IngestResult
+func (l *Ledger) CommitIngest(ctx context.Context, b IngestBatch) (res IngestResult, err error) {
+	defer l.classify(&err)
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return res, err
@@ -180,7 +183,8 @@ type Stored struct {
 // ConversationPage returns up to limit kept conversations with seq > after, in
 // seq order. Callers page through a run with the last seq they saw, so no read
 // transaction stays open while they work.
-func (l *Ledger) ConversationPage(ctx context.Context, after int64, limit int) ([]Stored, error) {
+func (l *Ledger) ConversationPage(ctx context.Context, after int64, limit int) (_ []Stored, err error) {
+	defer l.classify(&err)
 	rows, err := l.r.QueryContext(ctx, `SELECT seq, data FROM conversations WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("reading conversations after %d: %w", after, err)
@@ -199,7 +203,7 @@ func (l *Ledger) ConversationPage(ctx context.Context, after int64, limit int) (
 			return nil, fmt.Errorf("reading conversations: %w", err)
 		}
 		if s.Conv, err = decodeConv(dec, data); err != nil {
-			return nil, fmt.Errorf("decoding conversation seq %d: %w", s.Seq, err)
+			return nil, l.damaged("decoding conversation seq %d: %w", s.Seq, err)
 		}
 		out = append(out, s)
 	}
@@ -208,10 +212,11 @@ func (l *Ledger) ConversationPage(ctx context.Context, after int64, limit int) (
 
 // Conversation returns one kept conversation by id, reporting false when the
 // run has no such conversation.
-func (l *Ledger) Conversation(ctx context.Context, id string) (Stored, bool, error) {
+func (l *Ledger) Conversation(ctx context.Context, id string) (_ Stored, _ bool, err error) {
+	defer l.classify(&err)
 	var s Stored
 	var data []byte
-	err := l.r.QueryRowContext(ctx, `SELECT seq, data FROM conversations WHERE id = ?`, id).Scan(&s.Seq, &data)
+	err = l.r.QueryRowContext(ctx, `SELECT seq, data FROM conversations WHERE id = ?`, id).Scan(&s.Seq, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, false, nil
 	}
@@ -224,7 +229,7 @@ func (l *Ledger) Conversation(ctx context.Context, id string) (Stored, bool, err
 	}
 	defer dec.Close()
 	if s.Conv, err = decodeConv(dec, data); err != nil {
-		return s, false, fmt.Errorf("decoding conversation %s: %w", id, err)
+		return s, false, l.damaged("decoding conversation %s: %w", id, err)
 	}
 	return s, true, nil
 }
@@ -242,8 +247,8 @@ func decodeConv(dec *zstd.Decoder, data []byte) (*conv.Conversation, error) {
 }
 
 // CountConversations reports how many conversations the run kept.
-func (l *Ledger) CountConversations(ctx context.Context) (int64, error) {
-	var n int64
+func (l *Ledger) CountConversations(ctx context.Context) (n int64, err error) {
+	defer l.classify(&err)
 	if err := l.r.QueryRowContext(ctx, `SELECT count(*) FROM conversations`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("counting conversations: %w", err)
 	}
@@ -259,7 +264,8 @@ type Quarantined struct {
 
 // Quarantine calls fn for every quarantined record in the order they were
 // found. It stops at the first error fn returns.
-func (l *Ledger) Quarantine(ctx context.Context, fn func(Quarantined) error) error {
+func (l *Ledger) Quarantine(ctx context.Context, fn func(Quarantined) error) (err error) {
+	defer l.classify(&err)
 	rows, err := l.r.QueryContext(ctx, `SELECT q.id, i.path, q.file, q.line, q.row, q.reason, q.detail, q.excerpt FROM quarantine q JOIN inputs i ON i.id = q.input_id ORDER BY q.id`)
 	if err != nil {
 		return fmt.Errorf("reading quarantine: %w", err)
@@ -273,7 +279,7 @@ func (l *Ledger) Quarantine(ctx context.Context, fn func(Quarantined) error) err
 		}
 		q.Reason = record.Reason(reason)
 		if err := fn(q); err != nil {
-			return err
+			return callerError{err}
 		}
 	}
 	return rows.Err()
@@ -283,7 +289,8 @@ func (l *Ledger) Quarantine(ctx context.Context, fn func(Quarantined) error) err
 // order, with the seq range (after, upto] the page covers, so fn can read
 // other stages' units for exactly those conversations. It stops at the
 // first error fn returns.
-func (l *Ledger) EachPage(ctx context.Context, size int, fn func(page []Stored, after, upto int64) error) error {
+func (l *Ledger) EachPage(ctx context.Context, size int, fn func(page []Stored, after, upto int64) error) (err error) {
+	defer l.classify(&err)
 	var after int64
 	for {
 		page, err := l.ConversationPage(ctx, after, size)
@@ -295,7 +302,7 @@ func (l *Ledger) EachPage(ctx context.Context, size int, fn func(page []Stored, 
 		}
 		upto := page[len(page)-1].Seq
 		if err := fn(page, after, upto); err != nil {
-			return err
+			return callerError{err}
 		}
 		after = upto
 	}

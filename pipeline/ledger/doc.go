@@ -9,5 +9,21 @@
 // in batched transactions; reads use a separate pool, which WAL mode lets run
 // beside the writer.
 //
+// One process writes a run file at a time: a writer's Open takes an OS lock
+// on RUN.db.lock that ends with the process (kill -9 included), and a second
+// writer is refused at once with ErrLocked naming the holder. Read-only opens
+// take no lock.
+//
+// Failures a command must not mistake for ordinary errors are typed and come
+// from every method: ErrDamaged (SQLite reports corruption, or stored data no
+// longer decodes; the first finding is noted in RUN.db.damaged so every later
+// command refuses the file until Check finds it sound again), ErrDiskFull (the
+// commit was rolled back whole; the run resumes once space is freed) and
+// ErrLocked. Check runs SQLite's integrity check and Salvage copies what is
+// readable of a damaged run into a new one; `ac3 doctor` wires both.
+//
+// Progress counts, per planned stage variant, the tasks done, failed and never
+// attempted and the failed units grouped by reason, from indexes only.
+//
 // The schema comes from the migrations package. Nothing secret is stored here.
 package ledger

@@ -19,10 +19,18 @@ var ErrNotRun = errors.New("not an ac3 run file")
 
 // Ledger is an open run file. Its methods are safe for concurrent use; writes
 // are serialised on one connection.
+//
+// Errors from every method are classified: damage to the file matches
+// ErrDamaged (a *DamagedError) and a full disk ErrDiskFull (a *DiskFullError),
+// whichever query met them.
 type Ledger struct {
 	path string
 	w    *sql.DB // the single writer
 	r    *sql.DB // readers
+	lock *writerLock
+	// hasReasons: the file has migration 0003 (units.reason and the
+	// status indexes). False only for an older run opened read-only.
+	hasReasons bool
 
 	// spend is the run's model spend, summed from llm_calls once and then
 	// kept current by the recorder, so progress lines can show dollars after
@@ -30,17 +38,49 @@ type Ledger struct {
 	spendMu    sync.Mutex
 	spend      float64
 	spendKnown bool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Options tune how a ledger is opened.
 type Options struct {
-	// ReadOnly opens an existing run without creating or migrating it.
+	// ReadOnly opens an existing run without creating or migrating it, and
+	// without the writer lock, so it works while another process writes.
 	ReadOnly bool
 }
 
 // Open opens the run file at path, creating it and applying any pending
 // migrations unless opts.ReadOnly is set.
-func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
+//
+// A writer (ReadOnly unset) first takes the run's writer lock, before the
+// file is created or migrated, and holds it until Close: while it is held,
+// another writer's Open fails at once with a *LockedError (ErrLocked) naming
+// the holder's PID and host. Both kinds of open check the file's header
+// first and fail with a *DamagedError (ErrDamaged) if it is not a sound
+// SQLite file; the check reads one page and does not scan the file (see
+// Check for that). They also fail with ErrDamaged when an earlier command
+// met damage in the file and left a note (see DamageSuffix).
+func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error) {
+	var lock *writerLock
+	if !opts.ReadOnly {
+		if lock, err = lockRun(path); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				lock.release()
+			}
+		}()
+	}
+	if err := damageNoted(path); err != nil {
+		return nil, err
+	}
+	if err := checkHeader(path, lock != nil); err != nil {
+		return nil, err
+	}
+	// Damage SQLite reports while opening is noted like any other.
+	defer func() { noteDamage(path, err) }()
 	// Per-connection settings go in the DSN: a PRAGMA sent through Exec would
 	// reach only one connection of the pool.
 	q := url.Values{}
@@ -65,7 +105,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	var jm string
 	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&jm); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("opening run %s: %w", path, err)
+		return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
 	}
 	if !strings.EqualFold(jm, "wal") {
 		w.Close()
@@ -81,24 +121,37 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		return nil, fmt.Errorf("opening run %s for reading: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	l := &Ledger{path: path, w: w, r: r}
+	l := &Ledger{path: path, w: w, r: r, lock: lock}
 	if opts.ReadOnly {
 		var n int
 		if err := r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'").Scan(&n); err != nil || n == 0 {
-			l.Close()
+			l.closeDBs()
 			if err != nil {
-				return nil, fmt.Errorf("opening run %s: %w", path, err)
+				return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
 			}
 			return nil, fmt.Errorf("opening run %s: %w", path, ErrNotRun)
 		}
+		if err := r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE name = ?", reasonsMigration).Scan(&n); err != nil {
+			l.closeDBs()
+			return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
+		}
+		l.hasReasons = n > 0
 		return l, nil
 	}
 	if err := l.migrate(ctx); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("migrating run %s: %w", path, err)
+		l.closeDBs()
+		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
+	}
+	l.hasReasons = true
+	if err := l.backfillReasons(ctx); err != nil {
+		l.closeDBs()
+		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
 	}
 	return l, nil
 }
+
+// reasonsMigration added units.reason and the indexes Progress reads.
+const reasonsMigration = "0003_unit_status.sql"
 
 func escapePath(p string) string {
 	// '?' and '#' would end the file part of a URI.
@@ -108,8 +161,16 @@ func escapePath(p string) string {
 // Path is the run file's path.
 func (l *Ledger) Path() string { return l.path }
 
-// Close closes both connection pools.
+// Close closes both connection pools and then releases the writer lock, so
+// the next writer finds the file checkpointed. Closing twice is harmless.
 func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() {
+		l.closeErr = errors.Join(l.closeDBs(), l.lock.release())
+	})
+	return l.closeErr
+}
+
+func (l *Ledger) closeDBs() error {
 	return errors.Join(l.r.Close(), l.w.Close())
 }
 
@@ -152,9 +213,10 @@ func (l *Ledger) apply(ctx context.Context, m migrations.Migration) error {
 }
 
 // Meta returns a run setting, reporting false when it was never set.
-func (l *Ledger) Meta(ctx context.Context, key string) (string, bool, error) {
+func (l *Ledger) Meta(ctx context.Context, key string) (_ string, _ bool, err error) {
+	defer l.classify(&err)
 	var v string
-	err := l.r.QueryRowContext(ctx, `SELECT value FROM run_meta WHERE key = ?`, key).Scan(&v)
+	err = l.r.QueryRowContext(ctx, `SELECT value FROM run_meta WHERE key = ?`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -165,8 +227,9 @@ func (l *Ledger) Meta(ctx context.Context, key string) (string, bool, error) {
 }
 
 // SetMeta stores a run setting.
-func (l *Ledger) SetMeta(ctx context.Context, key, value string) error {
-	_, err := l.w.ExecContext(ctx, `INSERT INTO run_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+func (l *Ledger) SetMeta(ctx context.Context, key, value string) (err error) {
+	defer l.classify(&err)
+	_, err = l.w.ExecContext(ctx, `INSERT INTO run_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 	if err != nil {
 		return fmt.Errorf("storing run setting %s: %w", key, err)
 	}

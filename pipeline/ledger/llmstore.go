@@ -18,9 +18,10 @@ func (l *Ledger) LLMCache() llm.Cache { return llmCache{l} }
 
 type llmCache struct{ l *Ledger }
 
-func (c llmCache) Get(ctx context.Context, key string) (llm.CachedResponse, bool, error) {
+func (c llmCache) Get(ctx context.Context, key string) (_ llm.CachedResponse, _ bool, err error) {
+	defer c.l.classify(&err)
 	var b []byte
-	err := c.l.r.QueryRowContext(ctx, `SELECT response FROM llm_cache WHERE key = ?`, key).Scan(&b)
+	err = c.l.r.QueryRowContext(ctx, `SELECT response FROM llm_cache WHERE key = ?`, key).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return llm.CachedResponse{}, false, nil
 	}
@@ -29,12 +30,13 @@ func (c llmCache) Get(ctx context.Context, key string) (llm.CachedResponse, bool
 	}
 	var r llm.CachedResponse
 	if err := json.Unmarshal(b, &r); err != nil {
-		return llm.CachedResponse{}, false, fmt.Errorf("decoding cached answer %s: %w", key, err)
+		return llm.CachedResponse{}, false, c.l.damaged("decoding cached answer %s: %w", key, err)
 	}
 	return r, true, nil
 }
 
-func (c llmCache) Put(ctx context.Context, key string, r llm.CachedResponse) error {
+func (c llmCache) Put(ctx context.Context, key string, r llm.CachedResponse) (err error) {
+	defer c.l.classify(&err)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -54,13 +56,14 @@ func (l *Ledger) LLMRecorder() llm.Recorder { return llmRecorder{l} }
 
 type llmRecorder struct{ l *Ledger }
 
-func (r llmRecorder) Record(ctx context.Context, c llm.CallRecord) error {
+func (r llmRecorder) Record(ctx context.Context, c llm.CallRecord) (err error) {
+	defer r.l.classify(&err)
 	// Under spendMu so the stored row and the running total never disagree
 	// with a SpendUSD summing at the same moment (writes are serialised on
 	// one connection anyway).
 	r.l.spendMu.Lock()
 	defer r.l.spendMu.Unlock()
-	_, err := r.l.w.ExecContext(context.WithoutCancel(ctx), `INSERT INTO llm_calls (role, stage, endpoint, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd, latency_ms, attempts, status, error, from_cache, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = r.l.w.ExecContext(context.WithoutCancel(ctx), `INSERT INTO llm_calls (role, stage, endpoint, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd, latency_ms, attempts, status, error, from_cache, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Role, c.Stage, c.Endpoint, c.Model, c.Usage.Prompt, c.Usage.Completion, c.Usage.CachedPrompt, c.Usage.Reasoning, c.CostUSD, c.Latency.Milliseconds(), c.Attempts, c.Status, c.Error, c.FromCache, c.Time.UTC().Format(time.RFC3339Nano))
 	if err != nil {
 		return fmt.Errorf("recording model call: %w", err)
@@ -73,7 +76,8 @@ func (r llmRecorder) Record(ctx context.Context, c llm.CallRecord) error {
 
 // SpendUSD is what the run's model calls have cost so far, for seeding a
 // budget when a run resumes.
-func (l *Ledger) SpendUSD(ctx context.Context) (float64, error) {
+func (l *Ledger) SpendUSD(ctx context.Context) (_ float64, err error) {
+	defer l.classify(&err)
 	l.spendMu.Lock()
 	defer l.spendMu.Unlock()
 	if !l.spendKnown {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 )
 
 // Status is where a run stands. Its JSON form is what `ac3 status --json`
@@ -31,16 +30,19 @@ type InputStatus struct {
 }
 
 // StageStatus counts the tasks and units of one stage variant at its current
-// version. Pending is the number of conversations with no recorded task.
+// version. Pending is the number of conversations with no recorded task
+// (never attempted); Failures groups the failed units by reason, most
+// frequent first.
 type StageStatus struct {
-	Stage       string `json:"stage"`
-	Variant     string `json:"variant"`
-	Version     string `json:"version"`
-	Done        int64  `json:"done"`
-	Failed      int64  `json:"failed"`
-	Pending     int64  `json:"pending"`
-	UnitsDone   int64  `json:"units_done"`
-	UnitsFailed int64  `json:"units_failed"`
+	Stage       string         `json:"stage"`
+	Variant     string         `json:"variant"`
+	Version     string         `json:"version"`
+	Done        int64          `json:"done"`
+	Failed      int64          `json:"failed"`
+	Pending     int64          `json:"pending"`
+	UnitsDone   int64          `json:"units_done"`
+	UnitsFailed int64          `json:"units_failed"`
+	Failures    []FailureGroup `json:"failures"`
 }
 
 // LLMUsage sums model calls per role, model and stage.
@@ -62,7 +64,8 @@ const planKey = "plan."
 
 // SetPlan records the variants a stage was last asked to run, so status can
 // count what is pending even for variants that have no task yet.
-func (l *Ledger) SetPlan(ctx context.Context, stage string, variants []Variant) error {
+func (l *Ledger) SetPlan(ctx context.Context, stage string, variants []Variant) (err error) {
+	defer l.classify(&err)
 	b, err := json.Marshal(variants)
 	if err != nil {
 		return err
@@ -71,7 +74,8 @@ func (l *Ledger) SetPlan(ctx context.Context, stage string, variants []Variant) 
 }
 
 // Plans returns every stage's last recorded plan, by stage name.
-func (l *Ledger) Plans(ctx context.Context) (map[string][]Variant, error) {
+func (l *Ledger) Plans(ctx context.Context) (_ map[string][]Variant, err error) {
+	defer l.classify(&err)
 	rows, err := l.r.QueryContext(ctx, `SELECT key, value FROM run_meta WHERE key LIKE 'plan.%' ORDER BY key`)
 	if err != nil {
 		return nil, fmt.Errorf("reading plans: %w", err)
@@ -85,7 +89,7 @@ func (l *Ledger) Plans(ctx context.Context) (map[string][]Variant, error) {
 		}
 		var vs []Variant
 		if err := json.Unmarshal([]byte(v), &vs); err != nil {
-			return nil, fmt.Errorf("reading plan %s: %w", k, err)
+			return nil, l.damaged("reading plan %s: %w", k, err)
 		}
 		out[k[len(planKey):]] = vs
 	}
@@ -93,7 +97,8 @@ func (l *Ledger) Plans(ctx context.Context) (map[string][]Variant, error) {
 }
 
 // Status reads where the run stands.
-func (l *Ledger) Status(ctx context.Context) (Status, error) {
+func (l *Ledger) Status(ctx context.Context) (_ Status, err error) {
+	defer l.classify(&err)
 	st := Status{Path: l.path, Dropped: map[string]int64{}, Quarantined: map[string]int64{}, Inputs: []InputStatus{}, Stages: []StageStatus{}, LLM: []LLMUsage{}}
 	ins, err := l.Inputs(ctx)
 	if err != nil {
@@ -111,27 +116,8 @@ func (l *Ledger) Status(ctx context.Context) (Status, error) {
 	if err := l.sumBy(ctx, `SELECT reason, count(*) FROM quarantine GROUP BY reason`, st.Quarantined, &st.QuarantTotal); err != nil {
 		return st, fmt.Errorf("counting quarantine: %w", err)
 	}
-	plans, err := l.Plans(ctx)
-	if err != nil {
+	if st.Stages, err = l.progress(ctx, st.Conversations); err != nil {
 		return st, err
-	}
-	stages := make([]string, 0, len(plans))
-	for s := range plans {
-		stages = append(stages, s)
-	}
-	sort.Strings(stages)
-	for _, s := range stages {
-		for _, v := range plans[s] {
-			ss := StageStatus{Stage: s, Variant: v.Name, Version: v.Version}
-			if ss.Done, ss.Failed, err = l.TaskCounts(ctx, s, v); err != nil {
-				return st, err
-			}
-			ss.Pending = st.Conversations - ss.Done - ss.Failed
-			if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM units WHERE stage = ? AND variant = ? AND version = ?`, s, v.Name, v.Version).Scan(&ss.UnitsDone, &ss.UnitsFailed); err != nil {
-				return st, fmt.Errorf("counting %s/%s units: %w", s, v.Name, err)
-			}
-			st.Stages = append(st.Stages, ss)
-		}
 	}
 	rows, err := l.r.QueryContext(ctx, `SELECT role, model, stage, count(*), sum(from_cache), sum(status IN ('failed', 'fatal')), sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens), sum(cost_usd) FROM llm_calls GROUP BY role, model, stage ORDER BY role, model, stage`)
 	if err != nil {

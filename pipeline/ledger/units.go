@@ -60,7 +60,8 @@ type TaskResult struct {
 // CommitTasks stores finished tasks and their units in one transaction. A
 // task stored again replaces its earlier row and units, which is how a failed
 // task that is retried ends up done.
-func (l *Ledger) CommitTasks(ctx context.Context, results []TaskResult) error {
+func (l *Ledger) CommitTasks(ctx context.Context, results []TaskResult) (err error) {
+	defer l.classify(&err)
 	if len(results) == 0 {
 		return nil
 	}
@@ -74,7 +75,7 @@ func (l *Ledger) CommitTasks(ctx context.Context, results []TaskResult) error {
 		return err
 	}
 	defer taskStmt.Close()
-	unitStmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO units (key, stage, conversation_id, conv_seq, turn, variant, version, status, attempts, error, raw, output, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	unitStmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO units (key, stage, conversation_id, conv_seq, turn, variant, version, status, attempts, error, raw, output, tokens, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,11 @@ func (l *Ledger) CommitTasks(ctx context.Context, results []TaskResult) error {
 		}
 		for _, u := range t.Units {
 			key := UnitKey(t.Stage, t.ConvID, u.Turn, t.Variant, t.Version)
-			if _, err := unitStmt.ExecContext(ctx, key, t.Stage, t.ConvID, t.ConvSeq, u.Turn, t.Variant, t.Version, u.Status, u.Attempts, u.Error, u.Raw, u.Output, u.Tokens); err != nil {
+			reason := ""
+			if u.Status == Failed {
+				reason = FailureReason(u.Error)
+			}
+			if _, err := unitStmt.ExecContext(ctx, key, t.Stage, t.ConvID, t.ConvSeq, u.Turn, t.Variant, t.Version, u.Status, u.Attempts, u.Error, u.Raw, u.Output, u.Tokens, reason); err != nil {
 				return fmt.Errorf("storing unit %s/%s of %s turn %d: %w", t.Stage, t.Variant, t.ConvID, u.Turn, err)
 			}
 		}
@@ -106,27 +111,41 @@ type Variant struct {
 // TaskStates returns the stored status of every task of stage among variants
 // for conversations with after < seq <= upto. Tasks of other versions are
 // ignored: a changed setting makes its tasks pending again.
-func (l *Ledger) TaskStates(ctx context.Context, stage string, variants []Variant, after, upto int64) (map[TaskID]string, error) {
+//
+// It asks once per variant, so each query is a range of the tasks' primary
+// key: one query with the variants OR-ed together makes SQLite scan every
+// task of the stage, for every page the planner reads.
+func (l *Ledger) TaskStates(ctx context.Context, stage string, variants []Variant, after, upto int64) (_ map[TaskID]string, err error) {
+	defer l.classify(&err)
 	out := map[TaskID]string{}
-	if len(variants) == 0 {
-		return out, nil
+	for _, v := range variants {
+		if err := l.taskStates(ctx, stage, v, after, upto, func(seq int64, st string) {
+			out[TaskID{Stage: stage, Variant: v.Name, Version: v.Version, ConvSeq: seq}] = st
+		}); err != nil {
+			return nil, err
+		}
 	}
-	q, args := variantFilter(variants)
-	args = append([]any{stage, after, upto}, args...)
-	rows, err := l.r.QueryContext(ctx, `SELECT variant, version, conv_seq, status FROM tasks WHERE stage = ? AND conv_seq > ? AND conv_seq <= ? AND `+q, args...)
+	return out, nil
+}
+
+func (l *Ledger) taskStates(ctx context.Context, stage string, v Variant, after, upto int64, fn func(seq int64, status string)) error {
+	rows, err := l.r.QueryContext(ctx, `SELECT conv_seq, status FROM tasks WHERE stage = ? AND variant = ? AND version = ? AND conv_seq > ? AND conv_seq <= ?`, stage, v.Name, v.Version, after, upto)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s task states: %w", stage, err)
+		return fmt.Errorf("reading %s/%s task states: %w", stage, v.Name, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		id := TaskID{Stage: stage}
+		var seq int64
 		var st string
-		if err := rows.Scan(&id.Variant, &id.Version, &id.ConvSeq, &st); err != nil {
-			return nil, err
+		if err := rows.Scan(&seq, &st); err != nil {
+			return fmt.Errorf("reading %s/%s task states: %w", stage, v.Name, err)
 		}
-		out[id] = st
+		fn(seq, st)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s/%s task states: %w", stage, v.Name, err)
+	}
+	return nil
 }
 
 func variantFilter(variants []Variant) (string, []any) {
@@ -146,6 +165,7 @@ func variantFilter(variants []Variant) (string, []any) {
 
 // TaskCounts reports done and failed tasks of one stage variant version.
 func (l *Ledger) TaskCounts(ctx context.Context, stage string, v Variant) (done, failed int64, err error) {
+	defer l.classify(&err)
 	err = l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM tasks WHERE stage = ? AND variant = ? AND version = ?`, stage, v.Name, v.Version).Scan(&done, &failed)
 	if err != nil {
 		err = fmt.Errorf("counting %s/%s tasks: %w", stage, v.Name, err)
@@ -171,7 +191,8 @@ type Unit struct {
 // Units calls fn for every unit of stage among variants whose conversation has
 // after < seq <= upto, ordered by conversation, turn and variant name, so an
 // export is the same bytes whatever order the work was done in.
-func (l *Ledger) Units(ctx context.Context, stage string, variants []Variant, after, upto int64, fn func(Unit) error) error {
+func (l *Ledger) Units(ctx context.Context, stage string, variants []Variant, after, upto int64, fn func(Unit) error) (err error) {
+	defer l.classify(&err)
 	if len(variants) == 0 {
 		return nil
 	}
@@ -188,7 +209,7 @@ func (l *Ledger) Units(ctx context.Context, stage string, variants []Variant, af
 			return fmt.Errorf("reading %s units: %w", stage, err)
 		}
 		if err := fn(u); err != nil {
-			return err
+			return callerError{err}
 		}
 	}
 	return rows.Err()
@@ -197,7 +218,8 @@ func (l *Ledger) Units(ctx context.Context, stage string, variants []Variant, af
 // ConversationUnits returns the units of stage for one conversation and turn
 // (turn 0 means every turn), across all versions, newest version first is not
 // implied: callers filter by the variants they want.
-func (l *Ledger) ConversationUnits(ctx context.Context, stage, convID string, turn int) ([]Unit, error) {
+func (l *Ledger) ConversationUnits(ctx context.Context, stage, convID string, turn int) (_ []Unit, err error) {
+	defer l.classify(&err)
 	q := `SELECT key, conversation_id, conv_seq, turn, variant, version, status, error, raw, output, tokens FROM units WHERE stage = ? AND conversation_id = ?`
 	args := []any{stage, convID}
 	if turn > 0 {
@@ -222,7 +244,8 @@ func (l *Ledger) ConversationUnits(ctx context.Context, stage, convID string, tu
 
 // Requeue forgets failed tasks (and their units) so the next run does them
 // again. An empty stage means every stage. It reports how many tasks it freed.
-func (l *Ledger) Requeue(ctx context.Context, stage string) (int64, error) {
+func (l *Ledger) Requeue(ctx context.Context, stage string) (_ int64, err error) {
+	defer l.classify(&err)
 	tx, err := l.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("re-queueing failed work: %w", err)
@@ -255,9 +278,10 @@ func (l *Ledger) Requeue(ctx context.Context, stage string) (int64, error) {
 
 // RetryGeneration reports how many times failed work of stage was re-queued
 // (by a call for that stage or for all stages).
-func (l *Ledger) RetryGeneration(ctx context.Context, stage string) (int, error) {
+func (l *Ledger) RetryGeneration(ctx context.Context, stage string) (_ int, err error) {
+	defer l.classify(&err)
 	var n int
-	err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(CAST(value AS INTEGER)), 0) FROM run_meta WHERE key IN ('retry.' || ?, 'retry.')`, stage).Scan(&n)
+	err = l.r.QueryRowContext(ctx, `SELECT coalesce(sum(CAST(value AS INTEGER)), 0) FROM run_meta WHERE key IN ('retry.' || ?, 'retry.')`, stage).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("reading retry count of %s: %w", stage, err)
 	}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func runDoctorApp(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	app := newApp(&env{stop: make(chan struct{}), stdout: &out, stderr: &out, getenv: func(string) string { return "" }})
+	err := app.RunContext(ctx, append([]string{"ac3"}, args...))
+	return out.String(), err
+}
+
+func TestDoctor(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "run.db")
+	if out, err := runDoctorApp(t, "ingest", "--db", db, filepath.Join("..", "..", "fixtures", "wildchat", "wildchat-1m-sample10.jsonl")); err != nil {
+		t.Fatalf("ingest: %v\n%s", err, out)
+	}
+	if out, err := runDoctorApp(t, "curate", "--db", db, "--strategies", "fc,ao"); err != nil {
+		t.Fatalf("curate: %v\n%s", err, out)
+	}
+	out, err := runDoctorApp(t, "doctor", "--db", db)
+	if err != nil || !strings.Contains(out, "ok: "+db+" is sound") {
+		t.Fatalf("doctor on a sound run: %v\n%s", err, out)
+	}
+
+	// Garbage over a few pages in the middle of the file.
+	st, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	junk := bytes.Repeat([]byte{0xa5, 0x5a, 0x00, 0xff}, 3*page/4)
+	if _, err := f.WriteAt(junk, st.Size()/2/page*page); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	out, err = runDoctorApp(t, "doctor", "--db", db)
+	if err == nil || !strings.Contains(err.Error(), "run file "+db+" is damaged") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("doctor on a damaged run: error %v; want one line saying it is damaged\n%s", err, out)
+	}
+	for _, want := range []string{"damaged: the check found", "what a recovery would keep", "conversations", "--recover-to NEW.db"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	// Every command refuses the damaged file now, curate included.
+	if out, err := runDoctorApp(t, "curate", "--db", db, "--strategies", "fc,ao"); err == nil || !strings.Contains(err.Error(), "is damaged") {
+		t.Fatalf("curate on a damaged run: %v\n%s", err, out)
+	}
+
+	rec := filepath.Join(dir, "recovered.db")
+	out, err = runDoctorApp(t, "doctor", "--db", db, "--recover-to", rec)
+	if err != nil || !strings.Contains(out, "recovered into "+rec) {
+		t.Fatalf("doctor --recover-to: %v\n%s", err, out)
+	}
+	if out, err := runDoctorApp(t, "doctor", "--db", rec); err != nil || !strings.Contains(out, "is sound") {
+		t.Fatalf("doctor on the recovered run: %v\n%s", err, out)
+	}
+	// The recovered run resumes: curate redoes only what was lost.
+	if out, err := runDoctorApp(t, "curate", "--db", rec, "--strategies", "fc,ao"); err != nil {
+		t.Fatalf("curate on the recovered run: %v\n%s", err, out)
+	}
+	if out, err := runDoctorApp(t, "status", "--db", rec); err != nil || !strings.Contains(out, "pending") {
+		t.Fatalf("status of the recovered run: %v\n%s", err, out)
+	}
+}

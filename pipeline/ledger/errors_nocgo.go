@@ -1,0 +1,11 @@
+//go:build !cgo
+
+package ledger
+
+// Without cgo the SQLite driver is a stub that fails every open, so there
+// are no SQLite errors to sort; the message checks in isDamage and
+// isDiskFull still apply.
+
+func sqliteDamage(error) bool { return false }
+
+func sqliteFull(error) bool { return false }

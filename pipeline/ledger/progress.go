@@ -1,0 +1,302 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// FailureGroup counts the failed units of one stage variant that share a
+// reason, with one of them as an example.
+type FailureGroup struct {
+	Reason  string     `json:"reason"`
+	Units   int64      `json:"units"`
+	Example FailedUnit `json:"example"`
+}
+
+// FailedUnit is one failed unit, shown as an example of its reason: the
+// first in ingest and turn order.
+type FailedUnit struct {
+	ConvID  string `json:"conversation_id"`
+	ConvSeq int64  `json:"conv_seq"`
+	Turn    int    `json:"turn"`
+	Error   string `json:"error"`
+}
+
+// maxReason bounds a reason's length in runes.
+const maxReason = 160
+
+// FailureReason reduces a unit's error to the reason it shares with other
+// units that failed the same way: quoted text becomes …, each run of digits
+// becomes N, a leading "turn N: " is dropped, white space is collapsed, and
+// the result is cut at 160 characters. An empty error gives "unknown".
+//
+// So "parsing model answer (3 tries): invalid character 'x' at offset 17"
+// and the same with 'y' at offset 4 share one reason.
+func FailureReason(errText string) string {
+	var b strings.Builder
+	var quote rune
+	prevDigit, prevSpace := false, true
+	for _, r := range errText {
+		if quote != 0 {
+			if r == quote {
+				quote = 0
+			}
+			continue
+		}
+		digit, space := unicode.IsDigit(r), unicode.IsSpace(r)
+		switch {
+		case r == '\'' || r == '"' || r == '`':
+			b.WriteString("…")
+			quote = r
+		case digit:
+			if !prevDigit {
+				b.WriteByte('N')
+			}
+		case space:
+			if !prevSpace {
+				b.WriteByte(' ')
+			}
+		default:
+			b.WriteRune(r)
+		}
+		prevDigit, prevSpace = digit, space
+	}
+	s := strings.TrimSpace(b.String())
+	s = strings.TrimPrefix(s, "turn N: ")
+	if utf8.RuneCountInString(s) > maxReason {
+		s = string([]rune(s)[:maxReason]) + "…"
+	}
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// Progress says where every planned stage variant stands (the plans stages
+// recorded with SetPlan, in stage then plan order): tasks done, failed and
+// never attempted, units done and failed, and the failed units grouped by
+// reason with an example of each.
+//
+// Everything is counted by SQLite from indexes; no unit is held in memory,
+// so it costs the same whatever the run's size allows (see
+// BenchmarkProgress).
+func (l *Ledger) Progress(ctx context.Context) (_ []StageStatus, err error) {
+	defer l.classify(&err)
+	convs, err := l.CountConversations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.progress(ctx, convs)
+}
+
+func (l *Ledger) progress(ctx context.Context, convs int64) ([]StageStatus, error) {
+	plans, err := l.Plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stages := make([]string, 0, len(plans))
+	for s := range plans {
+		stages = append(stages, s)
+	}
+	sort.Strings(stages)
+	out := []StageStatus{}
+	for _, s := range stages {
+		for _, v := range plans[s] {
+			ss, err := l.stageProgress(ctx, s, v, convs)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ss)
+		}
+	}
+	return out, nil
+}
+
+// StageProgress says where one stage variant stands, as Progress does for
+// every planned one.
+func (l *Ledger) StageProgress(ctx context.Context, stage string, v Variant) (_ StageStatus, err error) {
+	defer l.classify(&err)
+	convs, err := l.CountConversations(ctx)
+	if err != nil {
+		return StageStatus{}, err
+	}
+	return l.stageProgress(ctx, stage, v, convs)
+}
+
+func (l *Ledger) stageProgress(ctx context.Context, stage string, v Variant, convs int64) (StageStatus, error) {
+	ss := StageStatus{Stage: stage, Variant: v.Name, Version: v.Version, Failures: []FailureGroup{}}
+	var err error
+	if ss.Done, ss.Failed, err = l.TaskCounts(ctx, stage, v); err != nil {
+		return ss, err
+	}
+	ss.Pending = max(convs-ss.Done-ss.Failed, 0)
+	// Answered from the units_by_status index alone (migration 0003).
+	if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM units WHERE stage = ? AND variant = ? AND version = ?`,
+		stage, v.Name, v.Version).Scan(&ss.UnitsDone, &ss.UnitsFailed); err != nil {
+		return ss, fmt.Errorf("counting %s/%s units: %w", stage, v.Name, err)
+	}
+	if ss.UnitsFailed == 0 {
+		return ss, nil
+	}
+	if ss.Failures, err = l.failureGroups(ctx, stage, v); err != nil {
+		return ss, err
+	}
+	return ss, nil
+}
+
+// failureGroups groups failed units by reason from the units_failed index
+// and reads one example row per group. Failed units without a recorded
+// reason (a run file from before reasons were kept, opened read-only, or a
+// backfill cut short) are streamed and grouped here by FailureReason; the
+// groups are as many as the distinct reasons, never as many as the units.
+func (l *Ledger) failureGroups(ctx context.Context, stage string, v Variant) ([]FailureGroup, error) {
+	const turnSpan = 1 << 20 // turns per conversation, far above any real one
+	byReason := map[string]*FailureGroup{}
+	add := func(reason string, n int64, ex FailedUnit) {
+		g, ok := byReason[reason]
+		if !ok {
+			byReason[reason] = &FailureGroup{Reason: reason, Units: n, Example: ex}
+			return
+		}
+		g.Units += n
+		if less(ex, g.Example) {
+			g.Example = ex
+		}
+	}
+	unreasoned := !l.hasReasons
+	if l.hasReasons {
+		type group struct {
+			reason string
+			n      int64
+			first  int64 // conv_seq and turn of the example, packed
+		}
+		var groups []group
+		err := l.query(ctx, func(rows rowScanner) error {
+			var g group
+			if err := rows.Scan(&g.reason, &g.n, &g.first); err != nil {
+				return err
+			}
+			groups = append(groups, g)
+			return nil
+		}, `SELECT reason, count(*), min(conv_seq * ? + turn) FROM units
+			WHERE stage = ? AND variant = ? AND version = ? AND status = 'failed' GROUP BY reason`, turnSpan, stage, v.Name, v.Version)
+		if err != nil {
+			return nil, fmt.Errorf("grouping failed %s/%s units: %w", stage, v.Name, err)
+		}
+		for _, g := range groups {
+			if g.reason == "" {
+				unreasoned = true
+				continue
+			}
+			ex := FailedUnit{ConvSeq: g.first / turnSpan, Turn: int(g.first % turnSpan)}
+			if err := l.r.QueryRowContext(ctx, `SELECT conversation_id, error FROM units
+				WHERE stage = ? AND variant = ? AND version = ? AND status = 'failed' AND reason = ? AND conv_seq = ? AND turn = ? LIMIT 1`,
+				stage, v.Name, v.Version, g.reason, ex.ConvSeq, ex.Turn).Scan(&ex.ConvID, &ex.Error); err != nil {
+				return nil, fmt.Errorf("reading an example of failed %s/%s units: %w", stage, v.Name, err)
+			}
+			add(g.reason, g.n, ex)
+		}
+	}
+	if unreasoned {
+		q := `SELECT conversation_id, conv_seq, turn, error FROM units WHERE stage = ? AND variant = ? AND version = ? AND status = 'failed'`
+		if l.hasReasons {
+			q += ` AND reason = ''`
+		}
+		err := l.query(ctx, func(rows rowScanner) error {
+			var ex FailedUnit
+			if err := rows.Scan(&ex.ConvID, &ex.ConvSeq, &ex.Turn, &ex.Error); err != nil {
+				return err
+			}
+			add(FailureReason(ex.Error), 1, ex)
+			return nil
+		}, q, stage, v.Name, v.Version)
+		if err != nil {
+			return nil, fmt.Errorf("grouping failed %s/%s units: %w", stage, v.Name, err)
+		}
+	}
+	out := make([]FailureGroup, 0, len(byReason))
+	for _, g := range byReason {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Units != out[j].Units {
+			return out[i].Units > out[j].Units
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out, nil
+}
+
+// rowScanner is the part of *sql.Rows a row callback needs.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// query runs q on the readers and calls fn for each row, closing the rows
+// before it returns.
+func (l *Ledger) query(ctx context.Context, fn func(rowScanner) error, q string, args ...any) error {
+	rows, err := l.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func less(a, b FailedUnit) bool {
+	if a.ConvSeq != b.ConvSeq {
+		return a.ConvSeq < b.ConvSeq
+	}
+	return a.Turn < b.Turn
+}
+
+// backfillReasons gives failed units stored before migration 0003 their
+// reason, in batches, so every failure is grouped the same way. It reads
+// only failed units (through the partial index) and is a no-op once done.
+func (l *Ledger) backfillReasons(ctx context.Context) error {
+	for {
+		rows, err := l.w.QueryContext(ctx, `SELECT key, error FROM units WHERE status = 'failed' AND reason = '' LIMIT 1000`)
+		if err != nil {
+			return fmt.Errorf("finding failed units without a reason: %w", err)
+		}
+		type kr struct{ key, reason string }
+		var batch []kr
+		for rows.Next() {
+			var k, e string
+			if err := rows.Scan(&k, &e); err != nil {
+				rows.Close()
+				return fmt.Errorf("finding failed units without a reason: %w", err)
+			}
+			batch = append(batch, kr{k, FailureReason(e)})
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("finding failed units without a reason: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		tx, err := l.w.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("recording failure reasons: %w", err)
+		}
+		for _, b := range batch {
+			if _, err := tx.ExecContext(ctx, `UPDATE units SET reason = ? WHERE key = ?`, b.reason, b.key); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("recording failure reasons: %w", err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("recording failure reasons: %w", err)
+		}
+	}
+}
