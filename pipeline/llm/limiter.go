@@ -29,25 +29,12 @@ type waiter struct {
 // refused another call: the run is stopping, so it gives up its wait.
 var errBudgetReached = fmt.Errorf("giving up a wait: the run's budget was reached: %w", ErrBudgetExceeded)
 
-// err reports why the waiter should stop, or nil.
-func (w waiter) err() error {
-	if err := w.ctx.Err(); err != nil {
-		return err
-	}
-	select {
-	case <-w.stop:
-		return ErrStopped
-	case <-w.budget:
-		return errBudgetReached
-	default:
-		return nil
-	}
-}
-
-// sleep waits d or until the waiter is told to stop.
+// sleep waits d or until the waiter is told to stop. A call that need not
+// wait goes on even after a stop or the budget was reached: only waiting is
+// given up, so calls that fit finish as they would have.
 func (w waiter) sleep(d time.Duration) error {
 	if d <= 0 {
-		return w.err()
+		return w.ctx.Err()
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -458,7 +445,7 @@ func (g *gate) wait(w waiter) error {
 		d := time.Until(g.until)
 		g.mu.Unlock()
 		if d <= 0 {
-			return w.err()
+			return w.ctx.Err()
 		}
 		if err := w.sleep(d); err != nil {
 			return err
