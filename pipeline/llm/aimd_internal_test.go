@@ -60,23 +60,23 @@ func mean(xs []int) float64 {
 }
 
 func TestAIMDKeepsConcurrencyUnderRandomRateLimits(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3, 4, 5} {
+	for seed := range uint64(10) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			a := newAIMD(8, 0)
-			// 30% of answers are 429 whatever the load: one request in
-			// three, at every level.
-			limits := simulate(a, 600, time.Unix(0, 0), seed, func(int) float64 { return 0.3 })
+			// 30% of answers are 429 whatever the load: about one request
+			// in three, at every level, for twenty minutes.
+			limits := simulate(a, 1200, time.Unix(0, 0), seed, func(int) float64 { return 0.3 })
 			lowest := 8
 			for _, l := range limits {
 				lowest = min(lowest, l)
 			}
-			if lowest < 2 {
-				t.Errorf("the limit fell to %d, below the floor of 2", lowest)
+			if lowest < 4 {
+				t.Errorf("the limit fell to %d: only probes at half the maximum were expected", lowest)
 			}
-			// Ten minutes of random 429s: short probes only.
+			// Short probes only, one every few minutes.
 			t.Logf("mean limit %.2f, last 100 %.2f, lowest %d", mean(limits), mean(limits[len(limits)-100:]), lowest)
 			if m := mean(limits); m < 7 {
-				t.Errorf("mean limit %.2f over 600 round trips, want >= 7 (limits %v)", m, limits[:60])
+				t.Errorf("mean limit %.2f over 1200 round trips, want >= 7 (limits %v)", m, limits[:60])
 			}
 			if m := mean(limits[len(limits)-100:]); m < 7 {
 				t.Errorf("mean limit %.2f over the last 100 round trips, want >= 7", m)

@@ -200,15 +200,17 @@ func (s levelStats) share() float64 {
 }
 
 // clearlyAbove reports whether hi's share of overload signals exceeds lo's
-// by more than sampling noise explains: by two standard errors of the
-// difference of two proportions, and by at least five points.
+// by more than sampling noise explains: by three standard errors of the
+// difference of two proportions (the comparison is repeated once per
+// round trip, so a looser bar would sooner or later cut on noise alone),
+// and by at least five points.
 func clearlyAbove(hi, lo levelStats) bool {
 	if hi.n == 0 || lo.n == 0 {
 		return false
 	}
 	p := (hi.bad + lo.bad) / (hi.n + lo.n)
 	se := math.Sqrt(p * (1 - p) * (1/hi.n + 1/lo.n))
-	return hi.share()-lo.share() > math.Max(0.05, 2*se)
+	return hi.share()-lo.share() > math.Max(0.05, 3*se)
 }
 
 // slot is a granted place in the semaphore: the epoch and the level the
@@ -265,6 +267,8 @@ type aimd struct {
 	waiters  []*grant
 	levels   []levelStats // indexed by level, 1..max
 	probe    *probe
+	answers  int // answers observed, for spacing comparisons
+	compared int // answers when the levels were last compared
 }
 
 // defaultMinConcurrency is the floor of the limit: a quarter of the
@@ -349,6 +353,7 @@ func (a *aimd) observeLocked(s slot, congested bool, now time.Time) (int, bool) 
 		return int(a.limit), false
 	}
 	a.levels[s.level].observe(congested, now)
+	a.answers++
 	pr := a.probe
 	if pr == nil || s.level != pr.level {
 		return int(a.limit), false
@@ -401,7 +406,14 @@ func (a *aimd) congested(s slot, now time.Time) (int, bool) {
 	lo := a.levels[int(target)].fresh(now)
 	if lo.n < knownSamples {
 		a.probe = &probe{from: a.limit, fromLevel: cur, level: int(target)}
-	} else if !clearlyAbove(a.levels[cur].fresh(now), lo) {
+		return a.setLocked(target)
+	}
+	// Compare at most once per round trip (about cur answers).
+	if a.answers-a.compared < cur {
+		return cur, false
+	}
+	a.compared = a.answers
+	if !clearlyAbove(a.levels[cur].fresh(now), lo) {
 		return cur, false // the lower level sees as many: not our load
 	}
 	return a.setLocked(target)

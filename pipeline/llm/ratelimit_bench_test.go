@@ -34,6 +34,7 @@ func runMix(tb testing.TB, calls, workers int, chaos *llmtest.Chaos) mixRun {
 	h := newHarness(tb, llmtest.Options{Chaos: chaos}, func(e *llm.Endpoint) {
 		e.Limits = llm.Limits{Concurrency: 8}
 		e.Timeout = 30 * time.Second
+		e.MaxAttempts = 0 // the default a run uses (6)
 	}, func(o *llm.Options) {
 		o.Cache = nil
 		o.BackoffBase = 500 * time.Millisecond // the defaults a run uses
