@@ -39,6 +39,12 @@ type Options struct {
 	Recorder Recorder // nil: calls are not recorded
 	Budget   *Budget  // nil: no cap
 
+	// Stop, when closed, makes calls give up their waits (for a slot, a
+	// rate-limit token, a pause, the wait before a retry) with ErrStopped,
+	// while requests already sent finish and are cached: the first Ctrl-C
+	// of a graceful stop. nil never stops.
+	Stop <-chan struct{}
+
 	// Estimate counts the tokens of a text, for TPM charges and budget
 	// reservations before a call. Default: len(text)/4.
 	Estimate func(string) int
@@ -118,6 +124,10 @@ type Client struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+
+	// onFollow, when set (by tests), is called as a call starts waiting
+	// for an identical call in flight.
+	onFollow func(key string)
 }
 
 type endpoint struct {
@@ -130,10 +140,21 @@ type endpoint struct {
 }
 
 // flight is a cache miss being fetched; identical requests wait for it
-// instead of paying for the same answer again.
+// instead of paying for the same answer again. The leader fills in the
+// result before closing done.
 type flight struct {
-	done chan struct{}
+	done     chan struct{}
+	resp     Response
+	err      error
+	answered bool // resp holds an answer (err may still report a cache or record failure)
+	shared   bool // followers take resp/err; false: the leader gave up, try again
 }
+
+// RequestKeyHeader is the header in which every request carries its cache
+// key (see Client.Key): a hash of the request, nothing secret. Servers
+// ignore it; test servers and proxies can use it to recognise a request
+// sent again.
+const RequestKeyHeader = "X-Ac3-Request-Key"
 
 // New builds a Client. It checks that every endpoint has a name, base URL
 // and model, that names are unique, and that every role names an endpoint.
@@ -178,7 +199,7 @@ func New(opts Options) (*Client, error) {
 			svc:  openai.NewChatCompletionService(serviceOptions(ep, opts.HTTPClient)...),
 			rpm:  newRPMLimiter(ep.Limits.RPM),
 			tpm:  newTokenBucket(ep.Limits.TPM),
-			conc: newAIMD(ep.Limits.Concurrency),
+			conc: newAIMD(ep.Limits.Concurrency, ep.Limits.MinConcurrency),
 			gate: &gate{threshold: ep.BreakerThreshold, cooldown: ep.BreakerCooldown},
 		}
 	}
@@ -356,17 +377,25 @@ func (c *Client) EstimateCost(role string, promptTokens, completionTokens int) (
 // Call sends req and returns the answer.
 //
 // It blocks while the endpoint's limits, pauses or circuit breaker hold the
-// request back, and while retries wait; ctx cancels all of it. A request
-// already answered (in the cache, or by an identical call in flight) is
-// answered at no cost without touching the limits.
+// request back, and while retries wait; ctx cancels all of it, and
+// Options.Stop and a reached budget end every wait (not a request already
+// sent). A request already answered (in the cache, or by an identical call
+// in flight) is answered at no cost without touching the limits: identical
+// requests in flight at the same time are sent once.
+//
+// Rate-limit answers (429, and 503/529 with a Retry-After) are waited out
+// for up to Limits.Patience; other transient failures (5xx, timeouts,
+// resets, malformed bodies) are retried up to MaxAttempts.
 //
 // Errors: ErrUnknownRole for an unbound role; ErrBudgetExceeded (wrapped)
-// when the budget refuses the estimate; a *FatalError (errors.Is ErrFatal)
-// for 401/403/404 and exhausted quota, after which every call to that
-// endpoint fails at once with the same error; a *CallError for 400/422 and
-// other client errors, and for 429/5xx once MaxAttempts are spent; the
-// context's error when ctx ends. A Cache or Recorder failure is returned
-// wrapped, with a valid Response when the answer itself arrived.
+// when the budget refuses the estimate, or was reached while the call
+// waited; ErrStopped when Options.Stop closed while it waited; a
+// *FatalError (errors.Is ErrFatal) for 401/403/404 and exhausted quota,
+// after which every call to that endpoint fails at once with the same
+// error; a *CallError for 400/422 and other client errors, for 5xx once
+// MaxAttempts are spent, and for 429 once Patience is spent; the context's
+// error when ctx ends. A Cache or Recorder failure is returned wrapped, with
+// a valid Response when the answer itself arrived.
 func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	start := time.Now()
 	p, err := c.prepare(req)
@@ -376,9 +405,15 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	if err := p.ep.gate.fatalErr(); err != nil {
 		return Response{}, err
 	}
-	useCache := c.opts.Cache != nil && !c.opts.NoCache && !req.NoCache
-	if useCache {
-		for {
+	// With caching off for this call, its answer may not be reused at all,
+	// not even by an identical call in flight.
+	if c.opts.NoCache || req.NoCache {
+		resp, _, err := c.fetch(ctx, req, p, start, false)
+		return resp, err
+	}
+	useCache := c.opts.Cache != nil
+	for {
+		if useCache {
 			cr, ok, err := c.opts.Cache.Get(ctx, p.key)
 			if err != nil {
 				return Response{}, fmt.Errorf("reading cache: %w", err)
@@ -386,29 +421,93 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 			if ok {
 				return c.cacheHit(ctx, req, p, cr, start)
 			}
-			f, leader := c.join(p.key)
-			if leader {
-				defer c.leave(p.key, f)
-				break
-			}
-			select {
-			case <-f.done: // the leader finished; look again
-			case <-ctx.Done():
-				return Response{}, ctx.Err()
-			}
+		}
+		f, leader := c.join(p.key)
+		if leader {
+			return c.lead(ctx, req, p, f, start, useCache)
+		}
+		if c.onFollow != nil {
+			c.onFollow(p.key)
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return Response{}, ctx.Err()
+		}
+		if f.shared {
+			return c.follow(ctx, req, p, f, start)
+		}
+		// The leader's caller gave up before an answer came: look again.
+	}
+}
+
+// lead fetches the answer for the flight f and shares the outcome with the
+// calls waiting on it.
+func (c *Client) lead(ctx context.Context, req Request, p *prepared, f *flight, start time.Time, useCache bool) (resp Response, err error) {
+	defer func() { c.leave(p.key, f) }()
+	if useCache {
+		// An identical call may have stored its answer and left the flight
+		// between our cache read and join: without a second look we would
+		// pay for that answer again.
+		cr, ok, gerr := c.opts.Cache.Get(ctx, p.key)
+		if gerr != nil {
+			err = fmt.Errorf("reading cache: %w", gerr)
+			f.err, f.shared = err, true
+			return Response{}, err
+		}
+		if ok {
+			resp, err = c.cacheHit(ctx, req, p, cr, start)
+			f.resp, f.answered, f.shared = resp, true, true
+			return resp, err
 		}
 	}
+	resp, answered, err := c.fetch(ctx, req, p, start, useCache)
+	f.resp, f.err, f.answered = resp, err, answered
+	// A leader that gave up (its caller's context ended) leaves nothing to
+	// share: the followers have callers of their own and try again. Any
+	// other outcome (an answer, a rejected request, a fatal error, a budget
+	// or stop) is what the followers would get by sending it themselves.
+	f.shared = answered || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+	return resp, err
+}
 
+// follow answers a call from the outcome of the identical call it waited for.
+func (c *Client) follow(ctx context.Context, req Request, p *prepared, f *flight, start time.Time) (Response, error) {
+	if !f.answered {
+		rec := CallRecord{
+			Time: start, Role: req.Role, Stage: req.Stage, Endpoint: p.ep.cfg.Name, Model: p.ep.cfg.Model,
+			Key: p.key, Latency: time.Since(start), Status: StatusFailed, Error: f.err.Error(),
+		}
+		if IsFatal(f.err) {
+			rec.Status = StatusFatal
+		}
+		if rerr := c.record(ctx, rec); rerr != nil {
+			return Response{Endpoint: p.ep.cfg.Name, Key: p.key}, errors.Join(f.err, rerr)
+		}
+		return Response{Endpoint: p.ep.cfg.Name, Key: p.key}, f.err
+	}
+	r := f.resp
+	return c.cacheHit(ctx, req, p, CachedResponse{
+		Content: r.Content, Text: r.Text, Reasoning: r.Reasoning, Model: r.Model,
+		FinishReason: r.FinishReason, Usage: r.Usage,
+	}, start)
+}
+
+// fetch reserves budget, sends the request and stores and records the
+// answer. It reports whether an answer arrived (the error may then be a
+// cache or record failure).
+func (c *Client) fetch(ctx context.Context, req Request, p *prepared, start time.Time, useCache bool) (Response, bool, error) {
 	release := func(float64) {}
 	if c.opts.Budget != nil {
 		est := EstimateCost(p.ep.cfg.Price, p.promptTk, p.complTk)
+		var err error
 		release, err = c.opts.Budget.Reserve(est)
 		if err != nil {
-			return Response{}, fmt.Errorf("calling endpoint %s: %w", p.ep.cfg.Name, err)
+			return Response{}, false, fmt.Errorf("calling endpoint %s: %w", p.ep.cfg.Name, err)
 		}
 	}
 
-	resp, status, err := c.send(ctx, req, p)
+	resp, status, err := c.send(ctx, c.waiter(ctx), req, p)
 	resp.Latency = time.Since(start)
 	resp.Endpoint = p.ep.cfg.Name
 	resp.Key = p.key
@@ -429,7 +528,7 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 		if rerr := c.record(ctx, rec); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
-		return resp, err
+		return resp, false, err
 	}
 	var errs []error
 	if useCache {
@@ -445,7 +544,16 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	if err := c.record(ctx, rec); err != nil {
 		errs = append(errs, err)
 	}
-	return resp, errors.Join(errs...)
+	return resp, true, errors.Join(errs...)
+}
+
+// waiter returns what this call's waits listen to.
+func (c *Client) waiter(ctx context.Context) waiter {
+	w := waiter{ctx: ctx, stop: c.opts.Stop}
+	if c.opts.Budget != nil {
+		w.budget = c.opts.Budget.Reached()
+	}
+	return w
 }
 
 func cmpOr(a, b string) string {
@@ -490,6 +598,7 @@ func (c *Client) join(key string) (*flight, bool) {
 	return f, true
 }
 
+// leave ends the flight f; its result must be filled in.
 func (c *Client) leave(key string, f *flight) {
 	c.mu.Lock()
 	delete(c.flights, key)
@@ -508,8 +617,8 @@ func (c *Client) emit(ev Event) {
 type outcome struct {
 	status    int
 	retry     bool
-	limited   bool          // 429
-	congested bool          // 429, 503 or 529: the server is overloaded; lower concurrency
+	limited   bool          // a rate-limit answer: waited out within Limits.Patience, not counted in MaxAttempts
+	congested bool          // 429, 503 or 529: the server is overloaded; a signal for the concurrency limit
 	wait      time.Duration // server-requested wait for this call
 	hasWait   bool
 	err       error
@@ -517,37 +626,49 @@ type outcome struct {
 }
 
 // send runs the attempt loop. It returns the last HTTP status seen.
-func (c *Client) send(ctx context.Context, req Request, p *prepared) (Response, int, error) {
+//
+// Two budgets bound it: failures that are not rate limits (5xx, timeouts,
+// resets, malformed bodies) count against MaxAttempts; rate-limit answers
+// only delay the call, each by what the server asked (or by backoff when it
+// did not say), until Limits.Patience has passed since the first of them.
+func (c *Client) send(ctx context.Context, w waiter, req Request, p *prepared) (Response, int, error) {
 	ep := p.ep
 	name := ep.cfg.Name
 	body, extra := c.buildParams(req, p)
-	var last outcome
-	var resp Response
-	for attempt := 1; ; attempt++ {
+	extra = append(extra, option.WithHeader(RequestKeyHeader, p.key))
+	var (
+		last         outcome
+		resp         Response
+		failures     int       // attempts that failed other than by a rate limit
+		limitedRun   int       // rate-limit answers since the last other outcome, for backoff
+		limitedSince time.Time // first rate-limit answer of this call
+	)
+	for sent := 1; ; sent++ {
 		if err := ep.gate.fatalErr(); err != nil {
 			return resp, last.status, err
 		}
 		// The concurrency slot comes first: a request that took its rate
 		// token and then queued for a slot would go out later in a burst.
-		if err := ep.gate.wait(ctx); err != nil {
+		if err := ep.gate.wait(w); err != nil {
 			return resp, last.status, err
 		}
-		epoch, err := ep.conc.acquire(ctx)
+		sl, err := ep.conc.acquire(w)
 		if err != nil {
 			return resp, last.status, err
 		}
-		if err := c.waitTurn(ctx, ep, p.promptTk+p.complTk); err != nil {
+		if err := c.waitTurn(w, ep, p.promptTk+p.complTk); err != nil {
 			ep.conc.release()
 			return resp, last.status, err
 		}
-		resp.Attempts = attempt
+		resp.Attempts = sent
 		r, out := c.attempt(ctx, ep, body, extra)
 		ep.conc.release()
+		now := time.Now()
 		last = out
 		if h := r.Headers; h != nil {
 			resp.Headers = h
-			if d, ok := rateLimitPause(h, time.Now()); ok && d > 0 && ep.gate.pause(d) {
-				c.emit(Event{Kind: EventPause, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: attempt, Status: out.status, Wait: d})
+			if d, ok := rateLimitPause(h, now); ok && d > 0 && ep.gate.pause(d) {
+				c.emit(Event{Kind: EventPause, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: sent, Status: out.status, Wait: d})
 			}
 		}
 		if out.err == nil {
@@ -555,10 +676,10 @@ func (c *Client) send(ctx context.Context, req Request, p *prepared) (Response, 
 			if ep.gate.success() {
 				c.emit(Event{Kind: EventBreakerClose, Endpoint: name, Role: req.Role, Stage: req.Stage})
 			}
-			if n, changed := ep.conc.increase(); changed {
+			if n, changed := ep.conc.succeeded(sl, now); changed {
 				c.emit(Event{Kind: EventConcurrency, Endpoint: name, Concurrency: n})
 			}
-			r.Attempts = attempt
+			r.Attempts = sent
 			r.CostUSD = ep.cfg.Price.Cost(r.Usage)
 			return r, out.status, nil
 		}
@@ -571,54 +692,69 @@ func (c *Client) send(ctx context.Context, req Request, p *prepared) (Response, 
 		if !out.retry {
 			if IsFatal(out.err) {
 				ep.gate.setFatal(out.err)
-				c.emit(Event{Kind: EventFatal, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: attempt, Status: out.status, Err: out.err.Error()})
+				c.emit(Event{Kind: EventFatal, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: sent, Status: out.status, Err: out.err.Error()})
 			}
 			return resp, out.status, out.err
 		}
-		if out.limited {
-			c.emit(Event{Kind: EventRateLimited, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: attempt, Status: out.status, Wait: out.wait})
-		}
 		if out.congested {
-			if n, changed := ep.conc.decrease(epoch); changed {
+			if n, changed := ep.conc.congested(sl, now); changed {
 				c.emit(Event{Kind: EventConcurrency, Endpoint: name, Concurrency: n})
 			}
-			if out.hasWait && ep.gate.pause(out.wait) {
-				c.emit(Event{Kind: EventPause, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: attempt, Status: out.status, Wait: out.wait})
+		}
+		var wait time.Duration
+		if out.limited {
+			if limitedSince.IsZero() {
+				limitedSince = now
+			}
+			limitedRun++
+			wait = c.backoff(limitedRun)
+			if out.hasWait {
+				wait = jitter(out.wait)
+			}
+			c.emit(Event{Kind: EventRateLimited, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: sent, Status: out.status, Wait: wait})
+			if waited := now.Sub(limitedSince); waited+wait > ep.cfg.Limits.Patience {
+				return resp, out.status, fmt.Errorf("calling endpoint %s: still rate limited after %s of waiting (limits.patience %s): %w",
+					name, waited.Round(time.Second), ep.cfg.Limits.Patience, out.err)
+			}
+		} else {
+			limitedRun = 0
+			failures++
+			if ep.gate.failure() {
+				n, _ := ep.conc.floor()
+				c.emit(Event{Kind: EventBreakerOpen, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: sent,
+					Status: out.status, Wait: ep.cfg.BreakerCooldown, Concurrency: n, Err: out.err.Error()})
+			}
+			if failures >= ep.cfg.MaxAttempts {
+				return resp, out.status, fmt.Errorf("calling endpoint %s: giving up after %d failed attempts: %w", name, failures, out.err)
+			}
+			wait = c.backoff(failures)
+			if out.hasWait {
+				wait = jitter(out.wait)
 			}
 		}
-		if ep.gate.failure() {
-			n, _ := ep.conc.floor()
-			c.emit(Event{Kind: EventBreakerOpen, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: attempt,
-				Status: out.status, Wait: ep.cfg.BreakerCooldown, Concurrency: n, Err: out.err.Error()})
-		}
-		if attempt >= ep.cfg.MaxAttempts {
-			return resp, out.status, fmt.Errorf("calling endpoint %s: giving up after %d attempts: %w", name, attempt, out.err)
-		}
-		wait := c.backoff(attempt)
-		if out.hasWait {
-			// Honour the server's wait, with a little jitter so callers
-			// released together do not arrive together.
-			wait = out.wait + rand.N(out.wait/10+time.Millisecond)
-		}
-		c.emit(Event{Kind: EventRetry, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: attempt, Status: out.status, Wait: wait, Err: out.err.Error()})
-		if err := sleep(ctx, wait); err != nil {
+		c.emit(Event{Kind: EventRetry, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: sent, Status: out.status, Wait: wait, Err: out.err.Error()})
+		if err := w.sleep(wait); err != nil {
 			return resp, out.status, err
 		}
 	}
 }
 
+// jitter adds up to a tenth to a wait the server asked for, so callers told
+// to come back at the same moment do not all arrive together.
+func jitter(d time.Duration) time.Duration {
+	return d + rand.N(d/10+time.Millisecond)
+}
+
 // waitTurn waits for RPM and TPM budget, then checks the endpoint's gate
 // again: a pause that began while we queued still applies.
-func (c *Client) waitTurn(ctx context.Context, ep *endpoint, tokens int) error {
-	if ep.rpm != nil {
-		if err := ep.rpm.Wait(ctx); err != nil {
-			return err
-		}
-	}
-	if err := ep.tpm.take(ctx, tokens); err != nil {
+func (c *Client) waitTurn(w waiter, ep *endpoint, tokens int) error {
+	if err := w.rpmWait(ep.rpm); err != nil {
 		return err
 	}
-	if err := ep.gate.wait(ctx); err != nil {
+	if err := ep.tpm.take(w, tokens); err != nil {
+		return err
+	}
+	if err := ep.gate.wait(w); err != nil {
 		ep.tpm.adjust(-tokens)
 		return err
 	}
@@ -784,6 +920,11 @@ func (c *Client) classify(ctx, actx context.Context, ep *endpoint, hr *http.Resp
 		if strings.Contains(raw, "insufficient_quota") {
 			return outcome{status: status, err: &FatalError{Endpoint: name, Status: status, Message: msg, Hint: "billing quota exhausted: check the account's plan and credits"}}
 		}
+		if strings.Contains(strings.ToLower(msg), "request too large") {
+			// One request bigger than the tokens-per-minute limit: no wait
+			// makes it fit, so it fails its unit now.
+			return outcome{status: status, err: ce, refundTPM: true}
+		}
 		ce.Retryable = true
 		o := outcome{status: status, retry: true, limited: true, congested: true, err: ce, refundTPM: true}
 		o.wait, o.hasWait = retryAfter(hr.Header, time.Now())
@@ -800,11 +941,14 @@ func (c *Client) classify(ctx, actx context.Context, ep *endpoint, hr *http.Resp
 	case status == http.StatusRequestTimeout || status == http.StatusConflict || status >= 500:
 		ce.Retryable = true
 		// 503 and 529 are how overloaded servers (vLLM behind a proxy,
-		// providers under load) say "too many": treat them like a 429 for
-		// the concurrency limit and for any Retry-After they send.
+		// providers under load) say "too many": a signal for the
+		// concurrency limit. With a Retry-After they are a rate limit like
+		// a 429, waited out within the patience; without one they may be a
+		// server in trouble and count against MaxAttempts.
 		overloaded := status == http.StatusServiceUnavailable || status == 529
 		o := outcome{status: status, retry: true, congested: overloaded, err: ce}
 		o.wait, o.hasWait = retryAfter(hr.Header, time.Now())
+		o.limited = overloaded && o.hasWait
 		return o
 	}
 	return outcome{status: status, err: ce, refundTPM: true}

@@ -92,6 +92,7 @@ func TestRetriesTransientFaults(t *testing.T) {
 		{name: "hang past the timeout", fault: llmtest.Fault{Kind: llmtest.Hang}, timeout: 200 * time.Millisecond, minElapsed: 200 * time.Millisecond},
 		{name: "connection reset", fault: llmtest.Fault{Kind: llmtest.Reset}},
 		{name: "truncated JSON body", fault: llmtest.Fault{Kind: llmtest.Truncated}},
+		{name: "malformed body without choices", fault: llmtest.Fault{Kind: llmtest.Malformed}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -328,14 +329,15 @@ func TestAdaptiveConcurrency(t *testing.T) {
 	if got := h.client.Concurrency("x"); got >= 8 {
 		t.Errorf("concurrency %d after 429s, want < 8", got)
 	}
-	// Additive increase: enough successes bring it back to the maximum.
-	for i := range 40 {
+	// Additive increase: enough successes bring it back to the maximum
+	// (after the probe at 4 has seen its answers).
+	for i := range 80 {
 		if _, err := h.client.Call(ctx, userReq(fmt.Sprint("seq ", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := h.client.Concurrency("x"); got != 8 {
-		t.Errorf("concurrency %d after 40 successes, want 8", got)
+		t.Errorf("concurrency %d after 80 successes, want 8", got)
 	}
 }
 

@@ -51,19 +51,27 @@ func EstimateCost(p Price, promptTokens, completionTokens int) float64 {
 // Budget caps what a run may spend, in US dollars. Callers reserve an
 // estimate before sending a request and settle it with the actual cost after.
 // It is safe for concurrent use.
+//
+// The first refused reservation marks the budget reached (see Reached):
+// calls of a Client using it that are waiting on rate limits or retries then
+// give up, since the run is stopping, while calls already sent finish.
 type Budget struct {
 	mu       sync.Mutex
 	cap      float64
 	spent    float64
 	inFlight float64
+	reached  chan struct{} // closed at the first refusal
 }
 
 // NewBudget returns a budget of capUSD of which spentUSD is already spent (a
 // resumed run passes what its ledger records). capUSD <= 0 means no cap; the
 // budget then only counts.
 func NewBudget(capUSD, spentUSD float64) *Budget {
-	return &Budget{cap: capUSD, spent: spentUSD}
+	return &Budget{cap: capUSD, spent: spentUSD, reached: make(chan struct{})}
 }
+
+// Reached returns a channel closed once a reservation has been refused.
+func (b *Budget) Reached() <-chan struct{} { return b.reached }
 
 // Reserve sets aside estimateUSD for a call about to be sent. It returns
 // ErrBudgetExceeded, and reserves nothing, when spent plus in-flight
@@ -75,6 +83,11 @@ func (b *Budget) Reserve(estimateUSD float64) (release func(actualUSD float64), 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cap > 0 && b.spent+b.inFlight+estimateUSD > b.cap {
+		select {
+		case <-b.reached:
+		default:
+			close(b.reached)
+		}
 		return nil, fmt.Errorf("reserving $%.4f with $%.4f spent and $%.4f in flight of $%.2f: %w",
 			estimateUSD, b.spent, b.inFlight, b.cap, ErrBudgetExceeded)
 	}

@@ -12,15 +12,29 @@
 //   - Client.Call: one request, sent with github.com/openai/openai-go/v3
 //     (its retries off, its environment defaults unused) inside our own
 //     machinery: per-endpoint RPM (x/time/rate) and TPM buckets, an adaptive
-//     (AIMD) concurrency limit, endpoint-wide pauses driven by Retry-After,
-//     retry-after-ms and x-ratelimit-* headers, retries with exponential
-//     backoff and full jitter, a per-attempt timeout, an attempt cap, and a
+//     (AIMD) concurrency limit, endpoint-wide pauses when x-ratelimit-*
+//     headers say the key's budget is spent, a per-attempt timeout, and a
 //     circuit breaker. 400/422 fail the unit (*CallError); 401/403/404 and an
 //     exhausted quota fail the run (ErrFatal, *FatalError).
+//   - Two kinds of retry. Rate-limit answers (429, 503/529 with Retry-After)
+//     never fail a unit while the run goes on: each request waits what its
+//     own answer asked (Retry-After, retry-after-ms, x-ratelimit-reset-*,
+//     else backoff) for up to Limits.Patience (default 30 minutes). Other
+//     transient failures (5xx, timeouts, resets, malformed bodies) are
+//     retried with exponential backoff and full jitter up to MaxAttempts.
+//     Options.Stop (a graceful stop) and a reached Budget end every wait at
+//     once; requests already sent finish and are cached.
+//   - Concurrency adapts to overload without collapsing under 429s that do
+//     not depend on load: it is cut at most once per round trip, only when
+//     the share of overload answers rises with concurrency (a cut to a level
+//     not measured lately is a probe, undone if nothing eased), and never
+//     below Limits.MinConcurrency (see aimd in limiter.go).
 //   - Never paying twice: a Cache keyed by Client.Key (a hash of the
-//     canonical request, nothing secret in it), identical in-flight requests
-//     merged, and a Recorder that receives one CallRecord per call. MemCache
-//     and MemRecorder serve tests; the run's SQLite ledger implements both.
+//     canonical request, nothing secret in it, also sent as the
+//     X-Ac3-Request-Key header), identical in-flight requests sent once with
+//     the outcome shared, and a Recorder that receives one CallRecord per
+//     call. MemCache and MemRecorder serve tests; the run's SQLite ledger
+//     implements both.
 //   - Money: Price, Usage, Budget (a concurrent-safe USD cap with
 //     reservations) and EstimateCost for dry runs.
 //   - Answers: reasoning is split from the text (<think> blocks and

@@ -84,13 +84,30 @@ func (p Params) Merge(over Params) Params {
 }
 
 // Limits bound the traffic to one endpoint. They are shared by every role and
-// stage that uses the endpoint. Zero means unlimited, except Concurrency,
-// which defaults to 8.
+// stage that uses the endpoint. Zero means unlimited for RPM and TPM; the
+// other fields have the defaults given.
 type Limits struct {
-	Concurrency int // maximum requests in flight
-	RPM         int // requests per minute
-	TPM         int // tokens per minute (prompt + completion)
+	// Concurrency is the most requests in flight (default 8). The client
+	// lowers its own limit below it when the server signals overload and
+	// the signals ease as it slows down, and raises it back additively.
+	Concurrency int
+	// MinConcurrency is the floor of that adaptive limit (default a quarter
+	// of Concurrency, at least 1), so that rate-limit answers unrelated to
+	// our load cannot throttle a run to one request at a time.
+	MinConcurrency int
+	RPM            int // requests per minute
+	TPM            int // tokens per minute (prompt + completion)
+	// Patience is how long one request keeps waiting and retrying while the
+	// server answers 429 (or 503 with Retry-After), honouring Retry-After,
+	// retry-after-ms and x-ratelimit-reset-* (default 30 minutes). Rate
+	// limits never use up MaxAttempts: while the run goes on they delay a
+	// unit, and only after Patience do they fail it. Ctrl-C (Options.Stop)
+	// and the budget still end the wait at once.
+	Patience time.Duration
 }
+
+// DefaultPatience is Limits.Patience when none is set.
+const DefaultPatience = 30 * time.Minute
 
 // Price is what an endpoint charges, in US dollars per million tokens.
 // CachedInput applies to prompt tokens the server reports as cached; when it
@@ -126,8 +143,12 @@ type Endpoint struct {
 	Limits         Limits
 	Price          Price
 	Timeout        time.Duration // per attempt; default 2 minutes
-	MaxAttempts    int           // per call, including the first; default 6
-	JSONMode       JSONMode
+	// MaxAttempts caps the attempts of one call that fail for reasons
+	// other than rate limits (5xx, timeouts, resets, malformed bodies),
+	// the first included; default 6. Rate-limit answers are bounded by
+	// Limits.Patience instead.
+	MaxAttempts int
+	JSONMode    JSONMode
 	// BreakerThreshold consecutive failed attempts open the circuit breaker
 	// (default 10); it stays open for BreakerCooldown (default 30s).
 	BreakerThreshold int
@@ -143,6 +164,13 @@ func (e Endpoint) GoString() string { return e.String() }
 func (e Endpoint) withDefaults() Endpoint {
 	if e.Limits.Concurrency <= 0 {
 		e.Limits.Concurrency = 8
+	}
+	if e.Limits.MinConcurrency <= 0 {
+		e.Limits.MinConcurrency = defaultMinConcurrency(e.Limits.Concurrency)
+	}
+	e.Limits.MinConcurrency = min(e.Limits.MinConcurrency, e.Limits.Concurrency)
+	if e.Limits.Patience <= 0 {
+		e.Limits.Patience = DefaultPatience
 	}
 	if e.Timeout <= 0 {
 		e.Timeout = 2 * time.Minute

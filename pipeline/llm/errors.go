@@ -24,11 +24,18 @@ var (
 	// ErrUnknownRole is returned when a request names a role that has no
 	// binding and there is no default to fall back on.
 	ErrUnknownRole = errors.New("unknown role")
+
+	// ErrStopped is returned by Client.Call when Options.Stop was closed
+	// while the call waited to be sent or retried (for a concurrency slot,
+	// a rate-limit token, a pause, a Retry-After). Nothing was charged for
+	// it; callers leave the unit pending, as for a budget stop.
+	ErrStopped = errors.New("stopped while waiting to send")
 )
 
 // CallError is an HTTP error answer from an endpoint: a 400 or 422 that
-// fails only this unit (not retried), or the last of several retryable
-// answers (429, 5xx) once attempts ran out. Message is the server's own
+// fails only this unit (not retried), the last of several retryable answers
+// (5xx, 408, 409) once MaxAttempts ran out, or the last 429 (or 503 with
+// Retry-After) once the endpoint's rate-limit patience ran out. Message is the server's own
 // explanation; Raw is the response body (at most 4 KiB), kept so the ledger
 // can store it with the failed unit.
 type CallError struct {

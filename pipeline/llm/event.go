@@ -8,8 +8,8 @@ type EventKind string
 // The kinds of Event a Client reports.
 const (
 	EventRetry        EventKind = "retry"         // an attempt failed and will be retried after Wait
-	EventRateLimited  EventKind = "rate_limited"  // the server answered 429
-	EventPause        EventKind = "pause"         // the whole endpoint waits Wait (Retry-After, x-ratelimit-*)
+	EventRateLimited  EventKind = "rate_limited"  // the server answered 429 (or 503/529 with Retry-After); this call waits Wait
+	EventPause        EventKind = "pause"         // the whole endpoint waits Wait (x-ratelimit-remaining-* at 0)
 	EventConcurrency  EventKind = "concurrency"   // the adaptive concurrency limit changed to Concurrency
 	EventBreakerOpen  EventKind = "breaker_open"  // too many consecutive failures; the endpoint pauses Wait
 	EventBreakerClose EventKind = "breaker_close" // a call succeeded after the breaker had opened

@@ -47,6 +47,20 @@ func TestCallParsedRetriesMalformedAnswers(t *testing.T) {
 	}
 }
 
+func TestCallParsedRerollsAGarbledAnswer(t *testing.T) {
+	h := newHarness(t, llmtest.Options{}, nil, nil)
+	h.srv.Fail(llmtest.FirstN(1), llmtest.Fault{Kind: llmtest.Garbled})
+	h.srv.Reply("", `{"type": "new_ask"}`)
+	v, _, err := llm.CallParsed(testCtx(t, 5*time.Second), h.client, userReq("label this"), 2, llm.JSONParser[turnLabel]())
+	if err != nil || v.Type != "new_ask" {
+		t.Fatalf("parsed %+v, %v", v, err)
+	}
+	calls := h.srv.Calls()
+	if len(calls) != 2 || calls[0].Fault != llmtest.Garbled || calls[0].Key == calls[1].Key {
+		t.Errorf("calls %+v: want a garbled answer, then a reroll under a new key", calls)
+	}
+}
+
 func TestCallParsedGivesUpWithTheRawText(t *testing.T) {
 	h := newHarness(t, llmtest.Options{Default: llmtest.Reply{Content: "<think>hmm</think>I cannot label this."}}, nil, nil)
 	ctx := testCtx(t, 5*time.Second)

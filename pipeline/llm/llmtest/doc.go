@@ -4,14 +4,55 @@
 // A Server answers POST /v1/chat/completions (and /chat/completions) from
 // scripted rules: each Rule matches requests (by a function, or by a
 // substring of the last or system message), fires on a Schedule (always,
-// the first N matches, every k-th, a seeded fraction), and either replies
-// (content, reasoning field, usage, latency, headers) or misbehaves on
-// purpose: an HTTP error with or without Retry-After / retry-after-ms /
-// x-ratelimit-* headers, a hang past the client's timeout, a connection
-// reset, or a truncated JSON body.
+// the first N matches, every k-th, a seeded fraction of matches), and
+// either replies (content, reasoning field, usage, latency, headers) or
+// misbehaves on purpose with a Fault.
 //
-// Every request is logged with its body, headers and arrival time, so tests
-// can assert exactly how many calls were made and what was sent. A Server
-// can also enforce its own request-rate limit and count the requests that
-// broke it, to catch clients that exceed their limits.
+// # Faults
+//
+// Every fault a client must survive can be injected:
+//
+//   - Status: an HTTP error with an OpenAI-style body, e.g. 429 with or
+//     without Retry-After / retry-after-ms / x-ratelimit-* headers (set in
+//     Fault.Headers), 500, 502, 503 with or without Retry-After, 529, or a
+//     429 with code "insufficient_quota";
+//   - Hang: hold the request past the client's timeout (until the client
+//     hangs up, the server closes, or Fault.Latency passes; default 1 min);
+//   - Reset: close the TCP connection with an RST, sending nothing;
+//   - Truncated: a 200 whose JSON body stops halfway;
+//   - Malformed: a 200 with valid JSON that is not a chat completion (no
+//     choices);
+//   - Garbled: a well-formed completion whose content no stage's parser
+//     accepts (Fault.Message, or a fixed nonsense line).
+//
+// A Rule's Schedule counts its own matches, so under concurrency which
+// request gets a fault depends on arrival order. For chaos tests that must
+// be reproducible, Chaos decides per request instead: a seeded hash of the
+// request's identity and of how many times it arrived before picks the
+// fault (or none) for each arrival. The same request meets the same faults
+// on its 1st, 2nd, … attempt in every run, and a retry draws afresh.
+// Chaos.MaxPerRequest bounds the faults one request can meet. Chaos is
+// tried before the rules; an arrival it spares is answered by the rules.
+//
+// # The arrival log
+//
+// Every request is logged as a Call: arrival and end times, path, headers,
+// body, the decoded request, the rule and fault that answered, the status
+// sent, and three ways to recognise it:
+//
+//   - Key, the client's cache key, which ac3's client sends in KeyHeader
+//     (a hash of the request, nothing secret);
+//   - PromptHash, a SHA-256 of the model and messages;
+//   - Nth, how many times this request (by Key, else by body) has arrived,
+//     this one included.
+//
+// A test can thus check that no request was sent again after its unit was
+// recorded as done: compare each Call.Time with the completion time of the
+// unit whose request has that Key. Options.ArrivalLog also streams the
+// arrivals as JSON lines, one per request, as they happen.
+//
+// A Server can also enforce its own request-rate limit and count the
+// requests that broke it (Violations, MaxInWindow), to catch clients that
+// exceed their limits, and reports the most requests it handled at once
+// (MaxInFlight).
 package llmtest

@@ -1,6 +1,8 @@
 package llmtest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -28,7 +30,19 @@ type Options struct {
 	Window time.Duration
 	// Default answers requests no rule matched. Default: content "ok".
 	Default Reply
+	// Chaos, when set, injects faults per request before any rule is
+	// tried (see Chaos). SetChaos can change it later.
+	Chaos *Chaos
+	// ArrivalLog, when set, receives one JSON line per request as it
+	// arrives (see Arrival), for tests that read the log from a file or
+	// share it with another process. Write errors are ignored.
+	ArrivalLog io.Writer
 }
+
+// KeyHeader is the request header in which ac3's client sends its cache key
+// (a hash of the request, nothing secret). The server logs it as Call.Key
+// and uses it to recognise repeats of one request.
+const KeyHeader = "X-Ac3-Request-Key"
 
 // Message is a chat message as the server received it.
 type Message struct {
@@ -98,7 +112,34 @@ const (
 	Hang                // hold the request until the client gives up (or Fault.Latency)
 	Reset               // close the TCP connection abruptly, sending nothing
 	Truncated           // a 200 whose JSON body stops halfway
+	Malformed           // a 200 with valid JSON that is not a chat completion (no choices)
+	Garbled             // a well-formed completion whose content is Fault.Message (default: nonsense no parser accepts)
 )
+
+// garbledContent is what a Garbled fault answers when its Message is empty:
+// text with none of the tags, JSON or labels a stage's parser looks for.
+const garbledContent = "~~ garbled answer: the model rambled and produced nothing usable ~~"
+
+// String names the fault kind, for logs and test messages.
+func (k FaultKind) String() string {
+	switch k {
+	case NoFault:
+		return "none"
+	case Status:
+		return "status"
+	case Hang:
+		return "hang"
+	case Reset:
+		return "reset"
+	case Truncated:
+		return "truncated"
+	case Malformed:
+		return "malformed"
+	case Garbled:
+		return "garbled"
+	}
+	return fmt.Sprintf("fault(%d)", int(k))
+}
 
 // Fault is a deliberate failure.
 type Fault struct {
@@ -123,13 +164,57 @@ func FirstN(n int) Schedule { return func(i int) bool { return i <= n } }
 func EveryK(k int) Schedule { return func(i int) bool { return k > 0 && i%k == 0 } }
 
 // Fraction fires on about p of the matches, decided by a hash of seed and the
-// match number, so a run is reproducible.
+// match number, so a sequential run is reproducible. Under concurrency the
+// match number depends on arrival order; Chaos decides per request instead.
 func Fraction(p float64, seed uint64) Schedule {
 	return func(i int) bool {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%d/%d", seed, i)
-		return float64(h.Sum64()%1_000_000)/1_000_000 < p
+		return unit(seed, fmt.Sprint(i)) < p
 	}
+}
+
+// unit maps seed and s to a number in [0, 1) by hashing.
+func unit(seed uint64, s string) float64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", seed, s)
+	return float64(h.Sum64()%1_000_000) / 1_000_000
+}
+
+// Chaos injects faults per request, deterministically: each arrival's fate
+// is a seeded hash of the request's identity (the client's KeyHeader when
+// sent, else a hash of the body) and of how many times that request has
+// arrived before. The same request therefore meets the same faults on its
+// first, second, … attempt in every run, whatever order concurrent requests
+// arrive in, and a retry of a faulted request draws afresh.
+type Chaos struct {
+	Seed uint64
+	// Faults share the unit interval in order: an arrival whose draw u
+	// falls in [P1+…+Pk-1, P1+…+Pk) gets fault k; a draw past the sum gets
+	// no fault, and the rules answer it.
+	Faults []ChaosFault
+	// MaxPerRequest caps how many arrivals of one request are faulted;
+	// later arrivals are answered by the rules. 0 means no cap.
+	MaxPerRequest int
+	// Match limits chaos to some requests (nil: all).
+	Match func(ChatRequest) bool
+}
+
+// ChaosFault is one fault of a Chaos and the share of arrivals it hits.
+type ChaosFault struct {
+	P     float64
+	Fault Fault
+}
+
+// pick returns the fault for the nth (1-based) arrival of id, if any.
+func (c *Chaos) pick(id string, nth int) (Fault, bool) {
+	u := unit(c.Seed, fmt.Sprintf("%s/%d", id, nth))
+	acc := 0.0
+	for _, f := range c.Faults {
+		acc += f.P
+		if u < acc {
+			return f.Fault, true
+		}
+	}
+	return Fault{}, false
 }
 
 // Rule scripts the answer to matching requests. Rules are tried in the order
@@ -144,6 +229,10 @@ type Rule struct {
 	Fault          Fault
 	Reply          Reply
 	Func           func(ChatRequest) Reply
+	// Hold, when set, keeps a request the rule answers in flight until it
+	// is closed (or the client hangs up), before any latency, reply or
+	// fault: tests use it to order events without sleeping.
+	Hold <-chan struct{}
 
 	matched int
 }
@@ -163,13 +252,32 @@ func (r *Rule) matches(req ChatRequest) bool {
 
 // Call is one logged request.
 type Call struct {
-	Time    time.Time
+	Time    time.Time // arrival
+	End     time.Time // when the answer (or failure) was complete; zero while in progress
 	Path    string
 	Header  http.Header
 	Body    []byte
 	Request ChatRequest
-	Rule    string // name of the rule that answered, "" for the default
-	Status  int    // status sent (0 for a reset or hang cut short)
+	// Key is the client's cache key from KeyHeader ("" when not sent).
+	Key string
+	// PromptHash is a hex SHA-256 of the model and messages: equal for
+	// requests that ask the same thing, whatever their other parameters.
+	PromptHash string
+	// Nth counts the arrivals of this request so far, this one included
+	// (requests are told apart by Key, or by the body when no key is sent).
+	Nth    int
+	Rule   string    // name of the rule that answered, "" for the default, "chaos" for a chaos fault
+	Fault  FaultKind // fault injected, NoFault when answered normally
+	Status int       // status sent (0 for a reset or hang cut short)
+}
+
+// Arrival is one line of Options.ArrivalLog.
+type Arrival struct {
+	Time       time.Time `json:"time"`
+	Key        string    `json:"key,omitempty"`
+	PromptHash string    `json:"prompt_hash"`
+	Nth        int       `json:"nth"`
+	Fault      string    `json:"fault,omitempty"`
 }
 
 // Server is the fake endpoint.
@@ -183,6 +291,9 @@ type Server struct {
 
 	mu         sync.Mutex
 	rules      []*Rule
+	chaos      *Chaos
+	seen       map[string]int // arrivals per request identity
+	faulted    map[string]int // chaos faults per request identity
 	calls      []Call
 	arrivals   []time.Time
 	violations int
@@ -210,7 +321,7 @@ func New(tb TB, opts Options) *Server {
 	if opts.Default.Content == "" {
 		opts.Default.Content = "ok"
 	}
-	s := &Server{opts: opts, closing: make(chan struct{})}
+	s := &Server{opts: opts, closing: make(chan struct{}), chaos: opts.Chaos, seen: map[string]int{}, faulted: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handle)
 	mux.HandleFunc("POST /chat/completions", s.handle)
@@ -241,6 +352,15 @@ func (s *Server) Add(rules ...Rule) {
 		r := rules[i]
 		s.rules = append(s.rules, &r)
 	}
+}
+
+// SetChaos replaces the server's chaos (nil turns it off). Counts of
+// earlier arrivals are kept, so a request's next attempt draws as it would
+// have.
+func (s *Server) SetChaos(c *Chaos) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chaos = c
 }
 
 // Reply adds a rule answering every request whose last message contains
@@ -299,12 +419,13 @@ func (s *Server) MaxInWindow(d time.Duration) int {
 	return best
 }
 
-// Reset forgets the log, the arrivals and the rules' match counts (the
-// rules stay).
+// Reset forgets the log, the arrivals, the per-request counts and the
+// rules' match counts (the rules and the chaos stay).
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls, s.arrivals, s.violations, s.peak = nil, nil, 0, s.inflight
+	s.seen, s.faulted = map[string]int{}, map[string]int{}
 	for _, r := range s.rules {
 		r.matched = 0
 	}
@@ -317,11 +438,21 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &req)
 	_ = json.Unmarshal(body, &req.Fields)
 
+	key := r.Header.Get(KeyHeader)
+	id := key
+	if id == "" {
+		sum := sha256.Sum256(body)
+		id = "body:" + hex.EncodeToString(sum[:])
+	}
+	ph := promptHash(req)
+
 	s.mu.Lock()
 	s.inflight++
 	s.peak = max(s.peak, s.inflight)
+	s.seen[id]++
+	nth := s.seen[id]
 	idx := len(s.calls)
-	s.calls = append(s.calls, Call{Time: now, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Request: req})
+	s.calls = append(s.calls, Call{Time: now, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Request: req, Key: key, PromptHash: ph, Nth: nth})
 	s.arrivals = append(s.arrivals, now)
 	overLimit := false
 	if s.opts.Limit > 0 {
@@ -335,7 +466,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var rule *Rule
-	if !overLimit {
+	var chaos *Fault
+	if c := s.chaos; !overLimit && c != nil && (c.Match == nil || c.Match(req)) &&
+		(c.MaxPerRequest <= 0 || s.faulted[id] < c.MaxPerRequest) {
+		if f, ok := c.pick(id, nth); ok {
+			s.faulted[id]++
+			chaos = &f
+			rule = &Rule{Name: "chaos", Fault: f}
+		}
+	}
+	if !overLimit && chaos == nil {
 		for _, ru := range s.rules {
 			if !ru.matches(req) {
 				continue
@@ -349,14 +489,34 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	if rule != nil {
 		s.calls[idx].Rule = rule.Name
+		s.calls[idx].Fault = rule.Fault.Kind
+	}
+	if w := s.opts.ArrivalLog; w != nil {
+		a := Arrival{Time: now, Key: key, PromptHash: ph, Nth: nth}
+		if rule != nil && rule.Fault.Kind != NoFault {
+			a.Fault = rule.Fault.Kind.String()
+		}
+		b, _ := json.Marshal(a)
+		_, _ = w.Write(append(b, '\n')) // under s.mu: lines never interleave
 	}
 	s.mu.Unlock()
 
 	status := s.respond(w, r, req, rule, overLimit)
 	s.mu.Lock()
 	s.calls[idx].Status = status
+	s.calls[idx].End = time.Now()
 	s.inflight--
 	s.mu.Unlock()
+}
+
+// promptHash hashes what a request asks: the model and the messages.
+func promptHash(req ChatRequest) string {
+	b, _ := json.Marshal(struct {
+		Model    string    `json:"model"`
+		Messages []Message `json:"messages"`
+	}{req.Model, req.Messages})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit bool) int {
@@ -365,6 +525,15 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 	}
 	if overLimit {
 		return writeError(w, http.StatusTooManyRequests, "Rate limit reached for requests (test server).", "rate_limit_exceeded", nil)
+	}
+	if rule != nil && rule.Hold != nil {
+		select {
+		case <-rule.Hold:
+		case <-r.Context().Done():
+			return 0
+		case <-s.closing:
+			return 0
+		}
 	}
 	if rule != nil && rule.Fault.Kind != NoFault {
 		f := rule.Fault
@@ -400,6 +569,18 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(b[:len(b)/2])
+			return http.StatusOK
+		case Malformed:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"id":"chatcmpl-test","object":"chat.completion","model":"` + s.opts.Model + `","choices":[]}`))
+			return http.StatusOK
+		case Garbled:
+			content := f.Message
+			if content == "" {
+				content = garbledContent
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(completion(req, Reply{Content: content}, s.opts.Model))
 			return http.StatusOK
 		}
 	}

@@ -2,7 +2,10 @@ package llmtest_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +62,110 @@ func TestServerRulesLogAndLimit(t *testing.T) {
 	s.Reset()
 	if s.Count() != 0 {
 		t.Error("Reset kept the log")
+	}
+}
+
+func postKey(t *testing.T, url, key, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/chat/completions", bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(llmtest.KeyHeader, key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1 // a reset
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func chaos() *llmtest.Chaos {
+	return &llmtest.Chaos{Seed: 5, Faults: []llmtest.ChaosFault{
+		{P: 0.3, Fault: llmtest.Fault{Kind: llmtest.Status, Status: 429}},
+		{P: 0.2, Fault: llmtest.Fault{Kind: llmtest.Status, Status: 503, Headers: map[string]string{"Retry-After": "1"}}},
+		{P: 0.1, Fault: llmtest.Fault{Kind: llmtest.Garbled}},
+	}}
+}
+
+// fates sends three attempts of each of n requests, in the given order of
+// requests, and returns the status of each (request, attempt).
+func fates(t *testing.T, order []int) map[[2]int]int {
+	t.Helper()
+	s := llmtest.New(t, llmtest.Options{Chaos: chaos()})
+	out := map[[2]int]int{}
+	for attempt := range 3 {
+		for _, i := range order {
+			out[[2]int{i, attempt}] = postKey(t, s.URL, fmt.Sprint("key-", i), `{"model":"m","messages":[{"role":"user","content":"q"}]}`)
+		}
+	}
+	calls := s.Calls()
+	if len(calls) != 3*len(order) || calls[len(calls)-1].Nth != 3 {
+		t.Fatalf("log %d calls, last nth %d", len(calls), calls[len(calls)-1].Nth)
+	}
+	return out
+}
+
+func TestChaosIsPerRequestAndSeeded(t *testing.T) {
+	forward := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}
+	backward := make([]int, len(forward))
+	for i, v := range forward {
+		backward[len(forward)-1-i] = v
+	}
+	a, b := fates(t, forward), fates(t, backward)
+	faulted := 0
+	for k, v := range a {
+		if b[k] != v {
+			t.Errorf("request %d attempt %d: %d in one order, %d in the other", k[0], k[1], v, b[k])
+		}
+		if v != 200 {
+			faulted++
+		}
+	}
+	if faulted == 0 || faulted == len(a) {
+		t.Errorf("%d of %d arrivals faulted", faulted, len(a))
+	}
+}
+
+func TestChaosCapAndFaultKinds(t *testing.T) {
+	var log bytes.Buffer
+	s := llmtest.New(t, llmtest.Options{ArrivalLog: &log, Chaos: &llmtest.Chaos{Seed: 1, MaxPerRequest: 2, Faults: []llmtest.ChaosFault{
+		{P: 1, Fault: llmtest.Fault{Kind: llmtest.Malformed}},
+	}}})
+	body := `{"model":"m","messages":[{"role":"user","content":"q"}]}`
+	for range 3 {
+		postKey(t, s.URL, "k", body)
+	}
+	calls := s.Calls()
+	if calls[0].Fault != llmtest.Malformed || calls[1].Fault != llmtest.Malformed || calls[2].Fault != llmtest.NoFault {
+		t.Errorf("faults %v %v %v: want two malformed, then an answer", calls[0].Fault, calls[1].Fault, calls[2].Fault)
+	}
+	if calls[0].Key != "k" || calls[2].Nth != 3 || calls[0].PromptHash != calls[2].PromptHash || calls[0].End.Before(calls[0].Time) {
+		t.Errorf("log %+v", calls[0])
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("arrival log has %d lines", len(lines))
+	}
+	var a llmtest.Arrival
+	if err := json.Unmarshal([]byte(lines[0]), &a); err != nil || a.Key != "k" || a.Nth != 1 || a.Fault != "malformed" || a.PromptHash != calls[0].PromptHash {
+		t.Errorf("arrival %+v, %v", a, err)
+	}
+}
+
+func TestHoldKeepsARequestInFlight(t *testing.T) {
+	s := llmtest.New(t, llmtest.Options{})
+	hold := make(chan struct{})
+	s.Add(llmtest.Rule{Name: "held", Hold: hold, Reply: llmtest.Reply{Content: "late"}})
+	done := make(chan int)
+	go func() { done <- post(t, s.URL, `{"model":"m","messages":[{"role":"user","content":"q"}]}`) }()
+	select {
+	case <-done:
+		t.Fatal("a held request was answered")
+	default:
+	}
+	close(hold)
+	if code := <-done; code != 200 {
+		t.Errorf("status %d", code)
 	}
 }
