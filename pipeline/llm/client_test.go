@@ -559,7 +559,9 @@ func TestCancelledContextStopsWaiting(t *testing.T) {
 	if !errors.Is(err, ctx.Err()) || ctx.Err() == nil {
 		t.Errorf("err = %v", err)
 	}
-	if el := time.Since(start); el > 2*time.Second {
+	// Not waiting would take the 30 s the server asked for; the margin
+	// keeps a loaded machine from failing.
+	if el := time.Since(start); el > 15*time.Second {
 		t.Errorf("returned after %v", el)
 	}
 }
