@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
@@ -142,43 +139,15 @@ stages:
 	return p
 }
 
-// configFrom loads a config; when loadConfig trips on yaml.v3's handling
-// of *yaml.Node fields, it decodes the stage sections itself and sets them
-// by reflection, so these tests hold whichever way config.go declares them.
+// configFrom loads a config the way the commands do; a config error fails
+// the test.
 func configFrom(t *testing.T, path string) *config {
 	t.Helper()
-	if cfg, err := loadConfig(path, func(string) string { return "" }); err == nil {
-		return cfg
-	}
-	b, err := os.ReadFile(path)
+	cfg, err := loadConfig(path, func(string) string { return "" })
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("loading %s: %v", path, err)
 	}
-	var raw struct {
-		Run       map[string]any            `yaml:"run"`
-		Endpoints map[string]endpointConfig `yaml:"endpoints"`
-		Models    map[string]modelConfig    `yaml:"models"`
-		Roles     map[string]roleConfig     `yaml:"roles"`
-		Stages    map[string]yaml.Node      `yaml:"stages"`
-	}
-	if err := yaml.Unmarshal(b, &raw); err != nil {
-		t.Fatal(err)
-	}
-	var cfg config
-	cfg.Run.DB, _ = raw.Run["db"].(string)
-	cfg.Endpoints, cfg.Models, cfg.Roles = raw.Endpoints, raw.Models, raw.Roles
-	sv := reflect.ValueOf(&cfg.Stages).Elem()
-	for key, n := range raw.Stages {
-		f := sv.FieldByName(strings.ToUpper(key[:1]) + key[1:])
-		n := n
-		switch f.Type() {
-		case reflect.TypeOf(&n):
-			f.Set(reflect.ValueOf(&n))
-		case reflect.TypeOf(n):
-			f.Set(reflect.ValueOf(n))
-		}
-	}
-	return &cfg
+	return cfg
 }
 
 func TestAnnotateConfigSections(t *testing.T) {
@@ -216,9 +185,6 @@ func TestRunConfigAnnotatesThenSaysNothingToDo(t *testing.T) {
 	body := fmt.Sprintf("run: {db: %s}\ninput: {files: [%s]}\nstages:\n  classify: {annotator: heuristic}\n  constraints: {annotator: heuristic}\n  pollution: {on: [dataset]}\n", db, in)
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := loadConfig(cfg, func(string) string { return "" }); err != nil && strings.Contains(err.Error(), "type yaml.Node") {
-		t.Skip("config.go declares stage sections as *yaml.Node, which yaml.v3 rejects with KnownFields; they must be yaml.Node values")
 	}
 	out := mustRun(t, "run", "--config", cfg)
 	if !strings.Contains(out, "== annotate (classify+refs:heuristic, constraints:heuristic, pollution:llm)") ||
