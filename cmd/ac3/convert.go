@@ -2,16 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/io/arrowipc"
 	"github.com/ac3/ac3/io/detect"
-	"github.com/ac3/ac3/io/jsonl"
-	"github.com/ac3/ac3/io/parquetio"
 	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/convert"
@@ -48,7 +42,7 @@ Example:
 				return err
 			}
 			out := c.String("out")
-			w, err := createConvWriter(out)
+			w, err := convert.Create(out)
 			if err != nil {
 				return err
 			}
@@ -87,55 +81,12 @@ Example:
 	}
 }
 
-type convWriter interface {
-	Write(*conv.Conversation) error
-	Close() error
-	Abort() error
-}
-
 type countingWriter struct {
-	w convWriter
+	w convert.FileWriter
 	m *progress.Meter
 }
 
 func (c countingWriter) Write(cv *conv.Conversation) error {
 	c.m.Add(1, 0)
 	return c.w.Write(cv)
-}
-
-type jsonlFile struct {
-	*jsonl.Writer
-	tmp, path string
-}
-
-func (j jsonlFile) Close() error {
-	if err := j.Writer.Close(); err != nil {
-		return err
-	}
-	return os.Rename(j.tmp, j.path)
-}
-
-func (j jsonlFile) Abort() error {
-	j.Writer.Close()
-	return os.Remove(j.tmp)
-}
-
-// createConvWriter picks the writer from the output's extension. Text output
-// goes to a temporary sibling renamed on Close, like the columnar writers do.
-func createConvWriter(path string) (convWriter, error) {
-	lower := strings.ToLower(path)
-	switch {
-	case strings.HasSuffix(lower, ".parquet"):
-		return parquetio.Create(path, parquetio.WriterOptions{})
-	case strings.HasSuffix(lower, ".arrow"), strings.HasSuffix(lower, ".arrows"), strings.HasSuffix(lower, ".ipc"):
-		return arrowipc.Create(path)
-	case strings.Contains(lower, ".jsonl") || strings.Contains(lower, ".json"):
-		tmp := filepath.Join(filepath.Dir(path), ".partial-"+filepath.Base(path))
-		w, err := jsonl.Create(tmp)
-		if err != nil {
-			return nil, err
-		}
-		return jsonlFile{w, tmp, path}, nil
-	}
-	return nil, fmt.Errorf("cannot tell the output format of %s: use .parquet, .arrow or .jsonl", path)
 }
