@@ -128,7 +128,9 @@ func analyzerRole(an *analyze.Analyzer) string { return an.Role() }
 // analyzer and memory shares them, and their keys say so.
 func analysisCalls(an *analyze.Analyzer, memory string, c *conv.Conversation, x Context, f *pipeline.Forecast) []pipeline.Call {
 	role, turn := analyzerRole(an), strconv.Itoa(x.Turn)
-	key := func(step string) string { return pipeline.KeyOf(analysisCallsAt, an.Version(), memory, c.ID, turn, step) }
+	key := func(step string) string {
+		return pipeline.KeyOf(analysisCallsAt, an.Version(), memory, c.ID, turn, step)
+	}
 	if an.Ablation() == analyze.AblationSinglePass {
 		return []pipeline.Call{{Role: role, Key: key("single"), PromptTokens: templateTokens + x.Tokens, CompletionTokens: specTokens + evaluateTokens}}
 	}
