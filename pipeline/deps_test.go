@@ -98,8 +98,16 @@ var allowed = map[string][]string{
 	"judge/report":    with(engine, stages, "judge"),
 	"pipeline/export": with(engine, stages, "judge", "io/jsonl", "io/parquetio"),
 
-	// The command line: flags, config, printing.
-	"cmd/ac3": with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress"),
+	// The run library wires everything below into one call; the config
+	// file is read into its plan by a package of its own.
+	"pipeline/run":        with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress"),
+	"pipeline/run/config": with(engine, stages, "judge", "judge/report", "pipeline/run"),
+
+	// The command line: flags, calls into the run library, printing. It
+	// reads the domain packages only for their names and lists (strategies,
+	// formats, dimensions) and for the read-only commands (status,
+	// inspect, memory show).
+	"cmd/ac3": with(engine, stages, "io/detect", "io/record", "judge", "judge/report", "pipeline/export", "pipeline/run", "pipeline/run/config"),
 }
 
 // external lists the third-party modules and who may import them, so heavy
@@ -111,7 +119,7 @@ var external = map[string][]string{
 	"github.com/mattn/go-sqlite3":          {"pipeline/ledger"},
 	"github.com/openai/openai-go/v3":       {"pipeline/llm"},
 	"github.com/urfave/cli/v2":             {"cmd/ac3"},
-	"gopkg.in/yaml.v3":                     {"cmd/ac3"},
+	"gopkg.in/yaml.v3":                     {"pipeline/run/config"},
 	"github.com/pkoukk/tiktoken-go":        {"pipeline/tokens"},
 	"github.com/klauspost/compress":        {"io/compress", "io/parquetio", "pipeline/ledger"},
 	"golang.org/x/term":                    {"pipeline/progress", "cmd/ac3"},

@@ -139,44 +139,6 @@ stages:
 	return p
 }
 
-// configFrom loads a config the way the commands do; a config error fails
-// the test.
-func configFrom(t *testing.T, path string) *config {
-	t.Helper()
-	cfg, err := loadConfig(path, func(string) string { return "" })
-	if err != nil {
-		t.Fatalf("loading %s: %v", path, err)
-	}
-	return cfg
-}
-
-func TestAnnotateConfigSections(t *testing.T) {
-	tests := []struct {
-		name, stages string
-		want         string // describe(), or the error
-	}{
-		{"heuristic classify", "  classify: {annotator: heuristic}", "classify+refs:heuristic"},
-		{"refs alone runs classify", "  refs: {annotator: llm}", "classify+refs:llm"},
-		{"all", "  classify: {annotator: llm}\n  refs: {annotator: llm}\n  constraints: {annotator: heuristic}\n  pollution: {on: [dataset, generated]}", "classify+refs:llm, constraints:heuristic, pollution:llm"},
-		{"refs disagree", "  classify: {annotator: llm}\n  refs: {annotator: heuristic}", "stages.refs.annotator"},
-		{"bad annotator", "  constraints: {annotator: gpt}", "stages.constraints.annotator"},
-		{"bad pollution target", "  pollution: {on: [everything]}", "stages.pollution.on"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := configFrom(t, writeConfig(t, "x.db", tc.stages))
-			a, _, err := annotateFromConfig(cfg)
-			got := a.describe()
-			if err != nil {
-				got = err.Error()
-			}
-			if !strings.Contains(got, tc.want) {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestRunConfigAnnotatesThenSaysNothingToDo(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "run.db")
@@ -199,27 +161,23 @@ func TestRunConfigAnnotatesThenSaysNothingToDo(t *testing.T) {
 
 func TestDryRunAnnotate(t *testing.T) {
 	db := ingestedRun(t)
-	cfg := configFrom(t, writeConfig(t, db, "  classify: {annotator: llm}\n  constraints: {annotator: heuristic}\n  pollution: {on: [dataset]}"))
+	cfg := writeConfig(t, db, "  classify: {annotator: llm}\n  constraints: {annotator: heuristic}\n  pollution: {on: [dataset]}")
+	out := mustRun(t, "annotate", "--db", db, "--config", cfg, "--stages", "classify,pollution", "--annotator", "llm", "--dry-run")
+	for _, want := range []string{"classify (llm)", "pollution (llm)", "model calls", "total: ", "estimated cost $"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "estimated cost $0.0000") {
+		t.Errorf("priced model estimated at zero:\n%s", out)
+	}
+	// The CLI's own --dry-run changes nothing.
+	mustRun(t, "annotate", "--db", db, "--annotator", "heuristic", "--dry-run")
 	l, err := ledger.Open(context.Background(), db, ledger.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	var b bytes.Buffer
-	if err := dryRunAnnotate(context.Background(), &b, l, cfg); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{"classify (llm)", "calls for role annotator", "constraints (heuristic)", "no model calls", "pollution (llm)", "model calls: annotator", "estimated cost $"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("dry run lacks %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "$0.00\n") && !strings.Contains(out, "no price") {
-		t.Errorf("priced model estimated at zero:\n%s", out)
-	}
-	// The CLI's own --dry-run changes nothing.
-	mustRun(t, "annotate", "--db", db, "--annotator", "heuristic", "--dry-run")
 	if n, _, _ := l.TaskCounts(context.Background(), "classify", ledger.Variant{Name: "heuristic"}); n != 0 {
 		t.Error("dry run recorded work")
 	}
