@@ -107,7 +107,7 @@ var allowed = map[string][]string{
 	// reads the domain packages only for their names and lists (strategies,
 	// formats, dimensions) and for the read-only commands (status,
 	// inspect, memory show).
-	"cmd/ac3": with(engine, stages, "io/detect", "io/record", "judge", "judge/report", "pipeline/export", "pipeline/run", "pipeline/run/config"),
+	"cmd/ac3": with(engine, stages, "io/detect", "io/record", "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/run", "pipeline/run/config"),
 }
 
 // external lists the third-party modules and who may import them, so heavy

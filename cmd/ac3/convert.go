@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/io/record"
+	"github.com/ac3/ac3/pipeline/convert"
 	"github.com/ac3/ac3/pipeline/run"
 )
 
@@ -23,7 +25,7 @@ Example:
    ac3 convert --language English --min-turns 5 --max-turns 10 \
        --out english-5-10.parquet wildchat-shard-*.jsonl.zst`,
 		Flags: append(filterFlags(),
-			&cli.StringFlag{Name: "out", Required: true, Usage: "output file (.parquet, .arrow, .jsonl, .jsonl.zst)"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "output file, its format by extension: " + strings.Join(convert.Outputs(), ", ")},
 			&cli.BoolFlag{Name: "show-bad", Usage: "print each bad record's file, line and reason"},
 		),
 		Action: func(c *cli.Context) error {

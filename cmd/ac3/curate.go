@@ -106,7 +106,7 @@ func curateCommand(e *env) *cli.Command {
 			dbFlag,
 			&cli.StringFlag{Name: "strategies", Value: "fc,ao,lt,de", Usage: "comma-separated: " + strings.Join(curate.Names(), ", ") + "; with a model: " + strings.Join(curate.ModelNames(), ", ") + "; any NAME+constraints"},
 			&cli.IntFlag{Name: "from-turn", Value: curate.DefaultFrom, Usage: "first user turn to curate (turn 1 has no history)"},
-			&cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer encoding for token counts (o200k_base, cl100k_base, ...)"},
+			&cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer encoding for token counts: " + strings.Join(tokens.Encodings(), ", ")},
 			&cli.IntFlag{Name: "workers", Value: 2, Usage: "conversations curated in parallel"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print what would be done, do nothing"},
 		}, append(ac3Flags(), llmFlags()...)...),
