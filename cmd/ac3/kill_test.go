@@ -173,3 +173,57 @@ func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 		t.Fatalf("after resume the input is not fully read:\n%s\nfirst run:\n%s\nsecond run:\n%s", st, first, out.String())
 	}
 }
+
+// TestSecondInterruptWaitsForTheFinalCommit sends two SIGINTs to a running
+// ingest: the process abandons work in flight but still exits on its own,
+// with the "stopped" status, after the engine's last commit; the run file is
+// whole and the same command completes the run.
+func TestSecondInterruptWaitsForTheFinalCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "chats.jsonl")
+	f, err := os.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.WriteWildChat(f, synth.Options{Seed: 5, Conversations: 5000, MaxTurns: 3}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db := filepath.Join(dir, "run.db")
+	cmd := exec.Command(os.Args[0], "ingest", "--db", db, in)
+	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := os.Stat(db + "-wal"); err == nil && st.Size() > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	time.Sleep(50 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitStopped {
+			t.Fatalf("twice interrupted ingest exited with %v, want status %d\n%s", err, exitStopped, out.String())
+		}
+	}
+	mustRun(t, "status", "--db", db)
+	resumed := exec.Command(os.Args[0], "ingest", "--db", db, in)
+	resumed.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
+	if b, err := resumed.CombinedOutput(); err != nil {
+		t.Fatalf("resumed ingest: %v\n%s", err, b)
+	}
+	st := mustRun(t, "status", "--db", db, "--json")
+	if !bytes.Contains([]byte(st), []byte(`"records": 5000`)) || !bytes.Contains([]byte(st), []byte(`"conversations": 5000`)) {
+		t.Fatalf("after resume the run does not hold every record once:\n%s\nfirst run:\n%s", st, out.String())
+	}
+}

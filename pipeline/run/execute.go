@@ -112,13 +112,13 @@ func (p Plan) check() error {
 		if len(in.Files) == 0 {
 			return errors.New("no input files: pass one or more FILEs")
 		}
+		if _, err := in.Filter.keep(); err != nil {
+			return err
+		}
 		for _, f := range in.Files {
 			if _, err := os.Stat(f); err != nil {
 				return fmt.Errorf("reading input: %w", err)
 			}
-		}
-		if _, err := in.Filter.keep(); err != nil {
-			return err
 		}
 	}
 	if c := p.Curate; c != nil {
