@@ -82,6 +82,7 @@ type forecaster struct {
 	counter *tokens.Counter
 	notes   bytes.Buffer
 	fc      Forecast
+	ac3     bool // the curate stage runs a model-backed strategy
 }
 
 // Estimate forecasts plan without running it: it builds every stage as the
@@ -177,6 +178,7 @@ func (e *forecaster) build(ctx context.Context) error {
 			add("curate", nil, "no strategy left to run")
 		default:
 			add("curate", b.stage, "")
+			e.ac3 = b.model
 			if b.online != nil {
 				fmt.Fprintf(&e.notes, "curate: online memory %s: conversations are curated one at a time in ingest order; every turn from %d is analyzed, plus one reflection and one unify call per conversation\n", b.online.Chain().ID, b.online.Chain().From)
 			}
@@ -378,7 +380,7 @@ func (e *forecaster) finish() {
 			e.note("%s: a model of role %s has no price (set models.<name>.price); its calls are counted as free", sf.Label, strings.Join(sf.Roles, ", "))
 		}
 	}
-	if c := e.plan.Curate; c != nil && c.needsModel() {
+	if e.ac3 {
 		e.note("AC3 operators are counted as analyzing every turn past their floor (the reset cap is not known in advance), and their contexts there as distinct from every other strategy's: an upper bound")
 	}
 	e.note("answers already in the run's cache would cost nothing; prices are those of the config")
