@@ -1,11 +1,8 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/pipeline/run"
 )
 
@@ -47,63 +44,4 @@ Examples:
 			return stageCommand(c, e, run.Plan{DB: c.String("db"), Model: m, Respond: &a})
 		},
 	}
-}
-
-func judgeCommand(e *env) *cli.Command {
-	return &cli.Command{
-		Name:  "judge",
-		Usage: "compare the answers of two strategies pairwise with an LLM judge",
-		Description: `For every pair A:B (respond variants, e.g. gated-reset:ao) and every turn both
-answered, the judge role says which answer is better on quality (handles the
-latest user message clearly and correctly) and on_topic (stays on the
-conversation's thread): A, B or tie, with a one-sentence justification and a
-confidence.
-
---order both   judge each comparison in both orders; a win counts only when it
-               wins in both, otherwise it is a tie (default)
---order random show A first or second as drawn from --seed (recorded per verdict)
---context      full (the dataset's own history), user_only (system and user
-               turns only) or final_answer_only (reasoning traces stripped)
-
-Identical answers are a tie without a call. A verdict that stays malformed
-fails its unit with the raw answer kept.
-
-Examples:
-   ac3 judge --db run.db --config run.yaml --pairs gated-reset:ao,fc:ao
-   ac3 judge --db run.db --pairs fc:ao --order random --seed 7 --context user_only`,
-		Flags: append(llmFlags(), dbFlag,
-			&cli.StringSliceFlag{Name: "pairs", Usage: "A:B pairs of respond variants (default: stages.judge.pairs)"},
-			&cli.StringFlag{Name: "order", Usage: strings.Join(judge.Orders(), " | ") + " (default " + judge.OrderBoth + ")"},
-			&cli.StringFlag{Name: "context", Usage: strings.Join(judge.Contexts(), " | ") + " (default " + judge.ContextFull + ")"},
-			&cli.StringFlag{Name: "role", Usage: "the judging role (default " + judge.DefaultRole + ")"},
-			&cli.Int64Flag{Name: "seed", Usage: "seed for random order (default: run.seed)"},
-			&cli.IntFlag{Name: "parallel", Value: 4, Usage: "calls in flight per conversation"},
-			&cli.IntFlag{Name: "workers", Value: 2, Usage: "conversations in parallel"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and the estimated cost, call nothing"},
-		),
-		Action: func(c *cli.Context) error {
-			cfg, m, err := modelFlags(c, e)
-			if err != nil {
-				return err
-			}
-			a := run.Judge{Pairs: splitList(c.StringSlice("pairs")), Order: c.String("order"), Context: c.String("context"),
-				Role: c.String("role"), Parallel: c.Int("parallel"), Workers: c.Int("workers")}
-			if a, err = cfg.WithJudge(a); err != nil {
-				return err
-			}
-			seed := c.Int64("seed")
-			if cfg != nil && !c.IsSet("seed") {
-				seed = cfg.Run.Seed
-			}
-			return stageCommand(c, e, run.Plan{DB: c.String("db"), Seed: seed, Model: m, Judge: &a})
-		},
-	}
-}
-
-// stageCommand runs a one-stage plan, or with --dry-run forecasts it.
-func stageCommand(c *cli.Context, e *env, plan run.Plan) error {
-	if c.Bool("dry-run") {
-		return dryRun(c, e, plan, nil)
-	}
-	return execute(c, e, plan, runOptions(e))
 }

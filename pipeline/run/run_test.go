@@ -217,3 +217,35 @@ func TestEstimateSaysWhatTheRunWouldSkip(t *testing.T) {
 		t.Errorf("the notes do not say gated-reset is skipped: %q", fc.Notes)
 	}
 }
+
+// A dry run of a new run knows that the classify stage the plan runs first
+// will be there when curate runs, so it does not say adaptive is skipped.
+func TestEstimateSeesTheStagesThePlanRunsFirst(t *testing.T) {
+	plan := modelFree(t.TempDir())
+	plan.Annotate = &run.Annotate{Classify: run.Heuristic}
+	plan.Curate.Strategies = []string{"fc", "adaptive"}
+	fc, err := run.Estimate(ctx(t), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range fc.Notes {
+		if strings.Contains(n, "skipping") {
+			t.Errorf("the forecast skips a strategy the run will curate: %s", n)
+		}
+	}
+	var pending int64
+	for _, s := range fc.Stages {
+		if s.Stage == "curate" {
+			pending = s.PendingTasks
+		}
+	}
+	res, err := run.Execute(ctx(t), plan, run.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Stages {
+		if s.Stage == "curate" && s.Done != pending {
+			t.Errorf("forecast %d curate tasks, the run did %d", pending, s.Done)
+		}
+	}
+}
