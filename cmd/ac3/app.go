@@ -151,8 +151,11 @@ func execute(c *cli.Context, e *env, plan run.Plan, opts run.Options) error {
 			n += s.Failed
 			where = append(where, fmt.Sprintf("%s %d", s.Stage, s.Failed))
 		}
-		fmt.Fprintf(e.stdout, "%d tasks have failed units (%s); their errors and raw answers are kept: 'ac3 inspect' shows them, 'ac3 retry --db %s --stage %s' queues them again\n",
-			n, strings.Join(where, ", "), plan.DB, failed[0].Stage)
+		retry := "ac3 retry --db " + plan.DB
+		if len(failed) == 1 {
+			retry += " --stage " + failed[0].Stage
+		}
+		fmt.Fprintf(e.stdout, "%d tasks have failed units (%s); each keeps its error and the model's raw answer, and '%s' queues them again\n", n, strings.Join(where, ", "), retry)
 		return &exitStatus{code: exitFailed}
 	}
 	return nil

@@ -177,8 +177,8 @@ type Report struct {
 
 // Export writes one export file.
 type Export struct {
-	What        string // one of Exports()
-	Format      string // parquet, jsonl, sft
-	Out         string
-	Preferences export.PreferenceOptions // preferences and winners only
+	What        string                   `json:"what"`   // one of export.Kinds()
+	Format      string                   `json:"format"` // parquet, jsonl, sft
+	Out         string                   `json:"out"`
+	Preferences export.PreferenceOptions `json:"-"` // preferences and winners only
 }
