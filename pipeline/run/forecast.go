@@ -242,7 +242,7 @@ func (e *forecaster) walk(ctx context.Context) error {
 // per stage, the tasks earlier runs recorded (nil: none).
 func (e *forecaster) conversation(ctx context.Context, seq int64, c *conv.Conversation, recorded []map[ledger.TaskID]string) error {
 	e.fc.Conversations++
-	f := pipeline.NewForecast(e.counter.Count)
+	f := pipeline.NewForecast(ratioCounter(e.counter, c))
 	sent := map[string]bool{}
 	for i := range e.fc.Stages {
 		sf := &e.fc.Stages[i]
@@ -400,4 +400,32 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// ratioCounter returns a token counter for the prompts of one
+// conversation: a sample of the conversation's own text (its first
+// sampleBytes) is tokenized, and any text is then counted at that
+// tokens-per-byte. A prompt holds the history before its turn, so counting
+// prompts exactly would tokenize the history once per turn and prompt; a
+// dry run over a million conversations cannot afford that, and the ratio
+// keeps the estimate within a few percent.
+func ratioCounter(counter *tokens.Counter, c *conv.Conversation) func(string) int {
+	const sampleBytes = 4096
+	toks, size := 0, 0
+	for i := -1; i < len(c.Messages) && size < sampleBytes; i++ {
+		text := c.System
+		if i >= 0 {
+			text = c.Messages[i].Content
+		}
+		if len(text) > sampleBytes-size {
+			text = text[:sampleBytes-size]
+		}
+		toks += counter.Count(text)
+		size += len(text)
+	}
+	ratio := 0.25 // about four bytes a token, for a conversation with no text
+	if size > 0 && toks > 0 {
+		ratio = float64(toks) / float64(size)
+	}
+	return func(s string) int { return int(float64(len(s))*ratio + 0.5) }
 }
