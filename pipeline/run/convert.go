@@ -51,7 +51,7 @@ func Convert(ctx context.Context, cv Conversion, progressTo io.Writer) (convert.
 	m := progress.Start(progressTo, "convert", "conversations", 0)
 	counted := countingWriter{w: w, m: m}
 	text := convert.WithText(detect.Options{Format: cv.Format, MaxLineBytes: cv.MaxLineBytes})
-	st, err = convert.Run(ctx, cv.Files, Opener(cv.Format, cv.MaxLineBytes), keep, counted, cv.OnBad, text)
+	st, err = convert.Run(ctx, cv.Files, opener(cv.Format, cv.MaxLineBytes), keep, counted, cv.OnBad, text)
 	m.Stop()
 	if err != nil {
 		w.Abort()

@@ -302,7 +302,7 @@ func (e *forecaster) inputs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	open := Opener(in.Format, in.MaxLineBytes)
+	open := opener(in.Format, in.MaxLineBytes)
 	seen := newSeenSet()
 	none := make([]map[ledger.TaskID]string, len(e.fc.Stages))
 	for _, path := range in.Files {

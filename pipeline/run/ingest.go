@@ -31,9 +31,9 @@ func (f Filter) keep() (ingest.Keep, error) {
 	}, nil
 }
 
-// Opener opens input files of format ("auto" sniffs each), with the
+// opener opens input files of format ("auto" sniffs each), with the
 // Parquet and Arrow readers; lines longer than maxLine are quarantined.
-func Opener(format string, maxLine int) ingest.Opener {
+func opener(format string, maxLine int) ingest.Opener {
 	return func(ctx context.Context, path string) (record.Reader, string, error) {
 		return detect.Open(ctx, path, detect.Options{
 			Format:       format,
@@ -56,7 +56,7 @@ func (r *runner) ingest(ctx context.Context) (bool, error) {
 	}
 	m := progress.Start(r.progress(), "ingest", "records", 0)
 	sum, err := ingest.Run(ctx, r.l, in.Files, ingest.Options{
-		Open: Opener(in.Format, in.MaxLineBytes), Keep: keep, Dedupe: in.Filter.Dedupe,
+		Open: opener(in.Format, in.MaxLineBytes), Keep: keep, Dedupe: in.Filter.Dedupe,
 		Settings: in.Filter.Canonical(), Stop: r.opts.Stop,
 		OnBatch: func(_ string, n int64, _ ledger.IngestResult, _ int) { m.Add(n, 0) },
 	})
