@@ -3,9 +3,10 @@
 default:
     @just --list
 
-# Build the ac3 binary into bin/.
+# Build the ac3 binary into bin/ (paths trimmed, symbols stripped; `go
+# version -m bin/ac3` still lists every module version).
 build:
-    go build -o bin/ac3 ./cmd/ac3
+    go build -trimpath -ldflags "-s -w" -o bin/ac3 ./cmd/ac3
 
 # The demo: ingest the bundled WildChat and LiC samples, curate, export.
 run: build
@@ -24,9 +25,11 @@ fuzz seconds="5":
 # Benchmarks that print the figures the issues ask for: ingest/convert
 # throughput against the decompress floor, curation against the tokenizer,
 # peak RSS at 10k and 200k conversations, then the model client's throughput
-# at 600 RPM / 16 concurrent (clean and under a 20% 429 storm, ~8 minutes).
+# at 600 RPM / 16 concurrent (clean and under a 20% 429 storm, ~8 minutes),
+# and the dry run's forecast per conversation.
 bench:
     go test -run '^$' -bench . -benchtime 1x -timeout 60m ./pipeline/bench/
+    go test -run '^$' -bench Estimate -benchtime 1x ./pipeline/run/
     go test -run '^$' -bench Throughput -benchtime 1x -timeout 30m ./pipeline/llm/
 
 # Render the demo report in headless Chromium and save a screenshot.

@@ -2,50 +2,207 @@ package pipeline_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"os/exec"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
 
-// TestDependencyArrows keeps the layering honest: the domain package imports
-// only the standard library, stages never import readers/writers or the
-// CLI, and nothing imports the CLI.
-func TestDependencyArrows(t *testing.T) {
-	cmd := exec.Command("go", "list", "-json", "github.com/ac3/ac3/...")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+// The layers, bottom to top (doc.go draws them). A package may import only
+// packages in its own layer or below; the table says exactly which.
+var (
+	domain = []string{"pipeline/conv"}
+	leaves = []string{"pipeline/conv", "pipeline/stats", "pipeline/llm/parse", "migrations", "io/atomicfile", "io/compress"}
+	model  = []string{"pipeline/conv", "pipeline/llm", "pipeline/llm/parse", "pipeline/prompt"}
+	// engine is what a stage may build on: the domain, the run file, the
+	// model client, prompts, tokens, statistics and the engine's own types.
+	engine = []string{"pipeline", "pipeline/conv", "pipeline/ledger", "pipeline/llm", "pipeline/llm/parse", "pipeline/prompt", "pipeline/stats", "pipeline/tokens"}
+	// stages is every stage package.
+	stages = []string{"stages/analyze", "stages/annotator", "stages/classify", "stages/compint", "stages/constraints", "stages/curate", "stages/filter", "stages/lic/grade", "stages/pollution", "stages/respond"}
+	// readers and writers of every format.
+	formats = []string{"io/arrowipc", "io/atomicfile", "io/compress", "io/detect", "io/jsonl", "io/lic", "io/openaichat", "io/parquetio", "io/record", "io/sharegpt", "io/wildchat"}
+)
+
+func with(groups ...any) []string {
+	var out []string
+	for _, g := range groups {
+		switch g := g.(type) {
+		case string:
+			out = append(out, g)
+		case []string:
+			out = append(out, g...)
+		}
 	}
-	if err := cmd.Start(); err != nil {
-		t.Skipf("go list unavailable: %v", err)
-	}
-	dec := json.NewDecoder(out)
+	return out
+}
+
+// allowed lists, for every package of the module, the packages of the module
+// it may import. A new package needs a row; an import not listed fails the
+// test. Test files are not checked: a test may reach any layer below and the
+// test helpers (llmtest, prompttest, analyzetest, annotatortest).
+var allowed = map[string][]string{
+	// Leaves: the standard library and third-party code only.
+	"pipeline/conv":        {},
+	"pipeline/stats":       {},
+	"pipeline/llm/parse":   {},
+	"pipeline/progress":    {},
+	"pipeline/synth":       {},
+	"migrations":           {},
+	"io/atomicfile":        {},
+	"io/compress":          {},
+	"pipeline/llm/llmtest": {},
+	"pipeline/bench":       {},
+
+	// Domain services: the model client, prompts, tokens, records, the run file.
+	"pipeline/llm":               with(domain, "pipeline/llm/parse"),
+	"pipeline/prompt":            domain,
+	"pipeline/prompt/prompttest": domain,
+	"pipeline/tokens":            domain,
+	"io/record":                  domain,
+	"pipeline/ledger":            with(domain, "io/record", "pipeline/llm", "migrations"),
+
+	// Readers and writers, one package per format.
+	"io/jsonl":      with(domain, "io/record", "io/atomicfile", "io/compress"),
+	"io/wildchat":   with(domain, "io/record", "io/jsonl"),
+	"io/sharegpt":   with(domain, "io/record", "io/jsonl"),
+	"io/openaichat": with(domain, "io/record", "io/jsonl"),
+	"io/lic":        with(domain, "io/record", "io/jsonl"),
+	"io/parquetio":  with(domain, "io/record", "io/atomicfile"),
+	"io/arrowipc":   with(domain, "io/record", "io/atomicfile", "io/parquetio"),
+	"io/detect":     with("io/record", "io/compress", "io/jsonl", "io/lic", "io/openaichat", "io/sharegpt", "io/wildchat"),
+	// The engine sizes a model stage's window from the client's limits.
+	"pipeline":        with(domain, "pipeline/ledger", "pipeline/llm"),
+	"pipeline/ingest": with(domain, "io/record", "pipeline/ledger"),
+	// convert streams files to files without a run: readers, filters (by
+	// callback) and writers.
+	"pipeline/convert": with(domain, "io/record", "io/detect", "io/jsonl", "io/parquetio", "io/arrowipc", "io/compress", "pipeline/ingest"),
+
+	// Stages: never a reader, a writer, the judge, a report or the CLI.
+	"stages/filter":                  domain,
+	"stages/analyze":                 model,
+	"stages/analyze/analyzetest":     {"pipeline/llm", "pipeline/llm/llmtest"},
+	"stages/annotator":               with(engine),
+	"stages/annotator/annotatortest": with(domain, "pipeline/ledger", "pipeline/llm", "pipeline/llm/llmtest"),
+	"stages/classify":                with(engine, "stages/annotator"),
+	"stages/constraints":             with(engine, "stages/annotator", "stages/classify"),
+	// pollution also reviews the replies respond generated.
+	"stages/pollution": with(engine, "stages/annotator", "stages/respond"),
+	// compint builds CompInt instances and their probes; lic/grade grades
+	// Lost-in-Conversation answers (its SQL runs in SQLite of its own).
+	"stages/compint":   with(engine),
+	"stages/lic/grade": {"pipeline/llm/parse"},
+	"stages/curate":    with(engine, "stages/analyze"),
+	"stages/respond":   with(engine, "stages/curate"),
+
+	// The judge compares what respond produced.
+	"judge": with(engine, "stages/respond"),
+
+	// The model stages' throughput benchmark (tests only) drives them all.
+	"pipeline/modelstages": with(engine, stages, "judge"),
+
+	// Reports and exports sit above everything they summarise.
+	"judge/report":    with(engine, stages, "judge"),
+	"pipeline/export": with(engine, stages, "judge", "io/jsonl", "io/parquetio"),
+
+	// The run library wires everything below into one call; the config
+	// file is read into its plan by a package of its own.
+	"pipeline/run":        with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress"),
+	"pipeline/run/config": with(engine, stages, "judge", "judge/report", "pipeline/run"),
+
+	// The command line: flags, calls into the run library, printing. It
+	// reads the domain packages only for their names and lists (strategies,
+	// formats, dimensions) and for the read-only commands (status,
+	// inspect, memory show).
+	"cmd/ac3": with(engine, stages, "io/detect", "io/record", "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/run", "pipeline/run/config"),
+}
+
+// external lists the third-party modules and who may import them, so heavy
+// or layer-specific dependencies (Arrow, SQLite, the CLI framework) stay
+// where they belong. Modules not listed may be imported anywhere.
+var external = map[string][]string{
+	"github.com/apache/arrow/go/v17":       {"io/parquetio", "io/arrowipc", "pipeline/export"},
+	"github.com/apache/thrift":             {"io/parquetio"},
+	"github.com/mattn/go-sqlite3":          {"pipeline/ledger", "stages/lic/grade"},
+	"github.com/openai/openai-go/v3":       {"pipeline/llm"},
+	"github.com/urfave/cli/v2":             {"cmd/ac3"},
+	"gopkg.in/yaml.v3":                     {"pipeline/run/config"},
+	"github.com/pkoukk/tiktoken-go":        {"pipeline/tokens"},
+	"github.com/klauspost/compress":        {"io/compress", "io/parquetio", "pipeline/ledger"},
+	"golang.org/x/term":                    {"pipeline/progress", "cmd/ac3"},
+	"github.com/sourcegraph/conc":          {"pipeline", "pipeline/convert", "judge", "stages/respond", "stages/curate"},
+	"github.com/pkoukk/tiktoken-go-loader": {"pipeline/tokens"},
+}
+
+// TestDependencyTable checks every import of every package of the module
+// against the tables above.
+func TestDependencyTable(t *testing.T) {
 	const mod = "github.com/ac3/ac3/"
-	for {
-		var p struct {
-			ImportPath string
-			Imports    []string
-		}
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	pkgs, err := listPackages()
+	if err != nil {
+		t.Fatalf("listing the module's packages: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, p := range pkgs {
 		rel := strings.TrimPrefix(p.ImportPath, mod)
+		seen[rel] = true
+		ok, known := allowed[rel]
+		if !known {
+			t.Errorf("%s has no row in the dependency table (pipeline/deps_test.go): add one listing what it may import", rel)
+			continue
+		}
 		for _, imp := range p.Imports {
-			irel, ours := strings.CutPrefix(imp, mod)
-			switch {
-			case rel == "pipeline/conv" && (ours || strings.Contains(imp, ".")):
-				t.Errorf("pipeline/conv imports %s; it must use the standard library only", imp)
-			case strings.HasPrefix(rel, "stages/") && ours && (strings.HasPrefix(irel, "io/") || strings.HasPrefix(irel, "cmd/")):
-				t.Errorf("%s imports %s; stages must not depend on formats or the CLI", rel, irel)
-			case ours && strings.HasPrefix(irel, "cmd/"):
-				t.Errorf("%s imports the CLI package %s", rel, irel)
+			if irel, ours := strings.CutPrefix(imp, mod); ours {
+				if !slices.Contains(ok, irel) {
+					t.Errorf("%s imports %s, which its row in the dependency table does not allow", rel, irel)
+				}
+				continue
+			}
+			for module, who := range external {
+				if (imp == module || strings.HasPrefix(imp, module+"/")) && !slices.Contains(who, rel) {
+					t.Errorf("%s imports %s; only %s may", rel, imp, strings.Join(who, ", "))
+				}
 			}
 		}
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
+	var stale []string
+	for rel := range allowed {
+		if !seen[rel] {
+			stale = append(stale, rel)
+		}
 	}
+	sort.Strings(stale)
+	for _, rel := range stale {
+		t.Errorf("the dependency table has a row for %s, which is not a package any more", rel)
+	}
+}
+
+type goPackage struct {
+	ImportPath string
+	Imports    []string
+}
+
+func listPackages() ([]goPackage, error) {
+	cmd := exec.Command("go", "list", "-json", "github.com/ac3/ac3/...")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var pkgs []goPackage
+	dec := json.NewDecoder(out)
+	for {
+		var p goPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs, cmd.Wait()
 }

@@ -31,7 +31,38 @@
 // safe. Results are keyed by stage, conversation, turn, variant and version,
 // so the order tasks finish in never shows in an export or a report.
 //
-// Subpackages hold the domain types (conv), the checkpoint store (ledger),
-// the model client (llm), the token counter (tokens) and the ingest and export
-// drivers; modelstages holds the throughput benchmark of the model stages.
+// A stage that calls a model also implements Estimator, so a dry run can ask
+// it what a run would cost without running it.
+//
+// # Layers
+//
+// Imports go one way, downwards; deps_test.go holds the table of every
+// allowed import and fails on any other:
+//
+//	cmd/ac3                 flags, help, printing, exit status
+//	   │
+//	pipeline/run/config     the config file → a run.Plan
+//	pipeline/run            Execute(plan) and Estimate(plan): the library entry point
+//	   │
+//	judge/report            reports and exports: above everything they summarise
+//	pipeline/export
+//	   │
+//	judge                   pairwise judging of respond's answers
+//	   │
+//	stages/*                classify, constraints, pollution, curate (+ analyze),
+//	   │                    respond, filter: never a reader, writer, judge or report
+//	pipeline                the engine, Stage and Estimator (modelstages: its
+//	   │                    throughput benchmark of the model stages)
+//	pipeline/ingest         input files → the run; pipeline/convert: files → a file
+//	   │
+//	io/*                    one package per format (jsonl, parquetio, arrowipc,
+//	   │                    wildchat, ...), detect, compress, atomicfile
+//	pipeline/ledger         the run file (SQLite)
+//	pipeline/llm            the model client (+ parse, llmtest)
+//	pipeline/tokens, prompt, progress
+//	   │
+//	pipeline/conv           domain types (standard library only); io/record,
+//	                        a read record or a bad one
+//	pipeline/stats          statistics: a leaf that stages, judge and report use
+//	migrations              the ledger's embedded SQL
 package pipeline

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/run"
 )
 
 // env is what a command may touch outside its arguments; tests supply their
@@ -20,9 +22,27 @@ type env struct {
 	getenv func(string) string
 }
 
-type exitError int
+// The exit statuses, as the manual states them.
+const (
+	exitError   = 1 // the command could not do its work
+	exitFailed  = 2 // it finished, but some units failed
+	exitStopped = 3 // it stopped before the end; run it again to continue
+)
 
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+// exitStatus ends the command with a status; err, when set, is printed.
+type exitStatus struct {
+	code int
+	err  error
+}
+
+func (e *exitStatus) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("exit status %d", e.code)
+}
+
+func (e *exitStatus) Unwrap() error { return e.err }
 
 const manual = `ac3 turns large logs of multi-turn human–AI conversations (WildChat dumps,
 OpenAI chat logs, ShareGPT, Lost in Conversation) into annotated, curated data.
@@ -56,7 +76,19 @@ or all of it from one config file:
 Input formats are recognised from their content (and extension): WildChat JSONL
 and Parquet, OpenAI chat JSONL, ShareGPT (JSON array or JSONL), Lost in
 Conversation sharded JSON, and ac3's own canonical JSONL, Parquet and Arrow IPC.
-.zst and .gz files are decompressed on the fly.`
+.zst and .gz files are decompressed on the fly.
+
+Exit status:
+   0  done: every unit of work is recorded
+   1  the command could not do its work (bad flags or config, unreadable input,
+      a damaged run file)
+   2  done, but some units failed; the closing line says how many, in which
+      stage, and the 'ac3 retry' command that queues them again
+   3  stopped before the end: Ctrl-C or SIGTERM, the budget, or a fatal endpoint
+      error (a key, a model, a quota); run the same command again to continue
+
+The first Ctrl-C lets work in flight finish and be recorded; a second one
+abandons it (it runs again on resume); a third quits at once.`
 
 func newApp(e *env) *cli.App {
 	app := &cli.App{
@@ -94,16 +126,64 @@ func newApp(e *env) *cli.App {
 
 var dbFlag = &cli.StringFlag{Name: "db", Usage: "the run file (SQLite); created if missing", Required: true, EnvVars: []string{"AC3_DB"}}
 
-// openRun opens the run named by --db (or the first argument).
-func openRun(ctx context.Context, c *cli.Context, readOnly bool) (*ledger.Ledger, error) {
-	path := c.String("db")
-	if path == "" {
-		path = c.Args().First()
+func runOptions(e *env) run.Options {
+	return run.Options{Stop: e.stop, Log: e.stdout, Progress: e.stderr}
+}
+
+// execute runs plan and turns its outcome into the command's closing line
+// and exit status (see the manual).
+func execute(c *cli.Context, e *env, plan run.Plan, opts run.Options) error {
+	res, err := run.Execute(c.Context, plan, opts)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return &exitStatus{code: exitStopped} // the second Ctrl-C; main said so
+	case run.IsStop(err):
+		return &exitStatus{code: exitStopped, err: fmt.Errorf("stopped: %w; fix the cause and run the same command again to continue", err)}
+	case err != nil:
+		return err
 	}
+	if res.Stopped {
+		return &exitStatus{code: exitStopped}
+	}
+	if failed := res.FailedTasks(); len(failed) > 0 {
+		var n int64
+		var where []string
+		for _, s := range failed {
+			n += s.Failed
+			where = append(where, fmt.Sprintf("%s %d", s.Stage, s.Failed))
+		}
+		retry := "ac3 retry --db " + plan.DB
+		if len(failed) == 1 {
+			retry += " --stage " + failed[0].Stage
+		}
+		fmt.Fprintf(e.stdout, "%d tasks have failed units (%s); each keeps its error and the model's raw answer, and '%s' queues them again\n", n, strings.Join(where, ", "), retry)
+		return &exitStatus{code: exitFailed}
+	}
+	return nil
+}
+
+// exitCode maps a command's error to the process's exit status.
+func exitCode(err error) int {
+	var es *exitStatus
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &es):
+		return es.code
+	case run.IsStop(err):
+		return exitStopped
+	}
+	return exitError
+}
+
+// openRun opens the run named by --db (or the first argument), for the
+// commands that read or fix a run rather than run stages on it.
+func openRun(c *cli.Context, readOnly bool) (*ledger.Ledger, error) {
+	path := cmpOr(c.String("db"), c.Args().First())
 	if path == "" {
 		return nil, fmt.Errorf("no run file: pass --db RUN.db")
 	}
-	return ledger.Open(ctx, path, ledger.Options{ReadOnly: readOnly})
+	return ledger.Open(c.Context, path, ledger.Options{ReadOnly: readOnly})
 }
 
 func splitList(s []string) []string {
@@ -116,4 +196,13 @@ func splitList(s []string) []string {
 		}
 	}
 	return out
+}
+
+// cmpOr is v, or def when v is the zero value.
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }

@@ -204,28 +204,6 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 }
 
-func TestExpandEnv(t *testing.T) {
-	get := func(k string) string {
-		if k == "SET" {
-			return "v"
-		}
-		return ""
-	}
-	for in, want := range map[string]string{
-		"${SET}":             "v",
-		"${UNSET:-d}":        "d",
-		"${SET:-d}":          "v",
-		"$5 and ${UNSET}":    "$5 and ",
-		"price: $0.25/M":     "price: $0.25/M",
-		"a${SET}b${SET}c":    "avbvc",
-		"${UNSET:-http://x}": "http://x",
-	} {
-		if got := expandEnv(in, get); got != want {
-			t.Errorf("expandEnv(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestAnnotationsAndSFTExports(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "run.db")

@@ -2,20 +2,13 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/io/arrowipc"
-	"github.com/ac3/ac3/io/detect"
-	"github.com/ac3/ac3/io/jsonl"
-	"github.com/ac3/ac3/io/parquetio"
 	"github.com/ac3/ac3/io/record"
-	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/convert"
-	"github.com/ac3/ac3/pipeline/progress"
+	"github.com/ac3/ac3/pipeline/run"
 )
 
 func convertCommand(e *env) *cli.Command {
@@ -32,43 +25,17 @@ Example:
    ac3 convert --language English --min-turns 5 --max-turns 10 \
        --out english-5-10.parquet wildchat-shard-*.jsonl.zst`,
 		Flags: append(filterFlags(),
-			&cli.StringFlag{Name: "out", Required: true, Usage: "output file (.parquet, .arrow, .jsonl, .jsonl.zst)"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "output file, its format by extension: " + strings.Join(convert.Outputs(), ", ")},
 			&cli.BoolFlag{Name: "show-bad", Usage: "print each bad record's file, line and reason"},
 		),
 		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return fmt.Errorf("no input files: pass one or more FILEs")
-			}
-			fs := filterSettingsFrom(c)
-			if fs.Dedupe {
-				return fmt.Errorf("--dedupe needs a run file: use 'ac3 ingest --dedupe' then 'ac3 export'")
-			}
-			keep, err := keepFunc(fs)
-			if err != nil {
-				return err
-			}
-			out := c.String("out")
-			w, err := createConvWriter(out)
-			if err != nil {
-				return err
-			}
-			var onBad func(record.Bad)
+			cv := run.Conversion{Files: c.Args().Slice(), Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c), Out: c.String("out")}
 			if c.Bool("show-bad") {
-				onBad = func(b record.Bad) { fmt.Fprintf(e.stderr, "%s: %s: %s\n", b.Source, b.Reason, b.Detail) }
+				cv.OnBad = func(b record.Bad) { fmt.Fprintf(e.stderr, "%s: %s: %s\n", b.Source, b.Reason, b.Detail) }
 			}
-			m := progress.Start(e.stderr, "convert", "conversations", 0)
-			counted := countingWriter{w: w, m: m}
-			// Text inputs are split on one goroutine and decoded on all cores;
-			// columnar inputs go through the plain reader.
-			text := convert.WithText(detect.Options{Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes")})
-			st, err := convert.Run(c.Context, c.Args().Slice(), opener(c.String("format"), c.Int("max-line-bytes")), keep, counted, onBad, text)
-			m.Stop()
+			st, err := run.Convert(c.Context, cv, e.stderr)
 			if err != nil {
-				w.Abort()
-				return err
-			}
-			if err := w.Close(); err != nil {
-				return fmt.Errorf("finishing %s: %w", out, err)
+				return run.FilterError(err, filterFlagNames)
 			}
 			var dropped, bad int64
 			for _, n := range st.Dropped {
@@ -79,63 +46,10 @@ Example:
 				bad += n
 				badBy[string(r)] = n
 			}
-			fmt.Fprintf(e.stdout, "read %d records: wrote %d conversations to %s\n", st.Records, st.Kept, out)
+			fmt.Fprintf(e.stdout, "read %d records: wrote %d conversations to %s\n", st.Records, st.Kept, cv.Out)
 			printCounts(e.stdout, "dropped by filters", st.Dropped, dropped)
 			printCounts(e.stdout, "bad records skipped", badBy, bad)
 			return nil
 		},
 	}
-}
-
-type convWriter interface {
-	Write(*conv.Conversation) error
-	Close() error
-	Abort() error
-}
-
-type countingWriter struct {
-	w convWriter
-	m *progress.Meter
-}
-
-func (c countingWriter) Write(cv *conv.Conversation) error {
-	c.m.Add(1, 0)
-	return c.w.Write(cv)
-}
-
-type jsonlFile struct {
-	*jsonl.Writer
-	tmp, path string
-}
-
-func (j jsonlFile) Close() error {
-	if err := j.Writer.Close(); err != nil {
-		return err
-	}
-	return os.Rename(j.tmp, j.path)
-}
-
-func (j jsonlFile) Abort() error {
-	j.Writer.Close()
-	return os.Remove(j.tmp)
-}
-
-// createConvWriter picks the writer from the output's extension. Text output
-// goes to a temporary sibling renamed on Close, like the columnar writers do.
-func createConvWriter(path string) (convWriter, error) {
-	lower := strings.ToLower(path)
-	switch {
-	case strings.HasSuffix(lower, ".parquet"):
-		return parquetio.Create(path, parquetio.WriterOptions{})
-	case strings.HasSuffix(lower, ".arrow"), strings.HasSuffix(lower, ".arrows"), strings.HasSuffix(lower, ".ipc"):
-		return arrowipc.Create(path)
-	case strings.Contains(lower, ".jsonl") || strings.Contains(lower, ".json"):
-		tmp := filepath.Join(filepath.Dir(path), ".partial-"+filepath.Base(path))
-		w, err := jsonl.Create(tmp)
-		if err != nil {
-			return nil, err
-		}
-		return jsonlFile{w, tmp, path}, nil
-	}
-	return nil, fmt.Errorf("cannot tell the output format of %s: use .parquet, .arrow or .jsonl", path)
 }

@@ -187,41 +187,6 @@ func TestMemoryLearnThenCurateWithIt(t *testing.T) {
 	}
 }
 
-func TestCurateConfigAC3Settings(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "run.yaml")
-	yaml := `run: {db: run.db}
-stages:
-  curate:
-    strategies: [fc, gated-reset]
-    gated_reset: {floor: 1, cap: 1}
-    augment: {warmup: 3}
-    memory: {regime: off}
-`
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := loadConfig(cfgPath, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := curateArgsFromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := a.ac3.gates["gated-reset"]; g.Floor != 1 || g.Cap != 1 || a.ac3.gates["augment"].Floor != 3 {
-		t.Errorf("gates from config: %+v", a.ac3.gates)
-	}
-	bad := strings.Replace(yaml, "memory: {regime: off}", "bogus: 1", 1)
-	if err := os.WriteFile(cfgPath, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ = loadConfig(cfgPath, func(string) string { return "" })
-	if _, err := curateArgsFromConfig(cfg); err == nil || !strings.Contains(err.Error(), "stages.curate.bogus") {
-		t.Errorf("unknown key: %v", err)
-	}
-}
-
 func TestCurateOnlineMemory(t *testing.T) {
 	db := ac3Run(t)
 	srv, vars := ac3Server(t, analyzetest.Script{Issues: issuesOn(3)})

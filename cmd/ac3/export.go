@@ -1,32 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/pipeline/export"
-	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/run"
 )
-
-var exportWhats = []string{"conversations", "curated", "annotations", "quarantine", "preferences", "winners"}
-
-func exportKind(what, format string) (export.Format, error) {
-	ok := false
-	for _, w := range exportWhats {
-		ok = ok || w == what
-	}
-	if !ok {
-		return "", fmt.Errorf("unknown export %q: want one of %s", what, strings.Join(exportWhats, ", "))
-	}
-	f, err := export.ParseFormat(format)
-	if err == nil && f == export.SFT && what != "curated" {
-		return "", fmt.Errorf("--format sft applies to --what curated only")
-	}
-	return f, err
-}
 
 func exportCommand(e *env) *cli.Command {
 	return &cli.Command{
@@ -77,57 +60,20 @@ Examples:
    ac3 export --db run.db --what winners --format jsonl --dimension on_topic --out sft.jsonl`,
 		Flags: []cli.Flag{
 			dbFlag,
-			&cli.StringFlag{Name: "what", Required: true, Usage: strings.Join(exportWhats, " | ")},
-			&cli.StringFlag{Name: "format", Value: "parquet", Usage: "parquet | jsonl | sft (curated only)"},
+			&cli.StringFlag{Name: "what", Required: true, Usage: strings.Join(export.Kinds(), " | ")},
+			&cli.StringFlag{Name: "format", Value: string(export.Parquet), Usage: "parquet | jsonl | sft (curated only)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "output file"},
-			&cli.StringFlag{Name: "dimension", Value: "quality", Usage: "preferences, winners: quality | on_topic | all"},
+			&cli.StringFlag{Name: "dimension", Value: export.Dimensions()[0], Usage: "preferences, winners: " + strings.Join(export.Dimensions(), " | ")},
 			&cli.BoolFlag{Name: "include-inconsistent", Usage: "preferences, winners: also export both-order verdicts where one order was decisive and the other a tie"},
 			&cli.StringFlag{Name: "prompt-strategy", Usage: "preferences, winners: curate strategy whose context is the prompt (default: the one the chosen answer was generated from)"},
 		},
 		Action: func(c *cli.Context) error {
-			l, err := openRun(c.Context, c, true)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
 			po := export.PreferenceOptions{Dimension: c.String("dimension"), IncludeInconsistent: c.Bool("include-inconsistent"), PromptStrategy: c.String("prompt-strategy")}
-			switch po.Dimension {
-			case "quality", "on_topic", "all":
-			default:
-				return fmt.Errorf("--dimension %q: want quality, on_topic or all", po.Dimension)
+			if !slices.Contains(export.Dimensions(), po.Dimension) {
+				return fmt.Errorf("--dimension %q: want %s", po.Dimension, strings.Join(export.Dimensions(), ", "))
 			}
-			return runExportWith(c.Context, e, l, c.String("what"), c.String("format"), c.String("out"), po)
+			plan := run.Plan{DB: c.String("db"), Exports: []run.Export{{What: c.String("what"), Format: c.String("format"), Out: c.String("out"), Preferences: po}}}
+			return execute(c, e, plan, runOptions(e))
 		},
 	}
-}
-
-func runExport(ctx context.Context, e *env, l *ledger.Ledger, what, format, out string) error {
-	return runExportWith(ctx, e, l, what, format, out, export.PreferenceOptions{})
-}
-
-func runExportWith(ctx context.Context, e *env, l *ledger.Ledger, what, format, out string, po export.PreferenceOptions) error {
-	f, err := exportKind(what, format)
-	if err != nil {
-		return err
-	}
-	var n int64
-	switch what {
-	case "conversations":
-		n, err = export.Conversations(ctx, l, f, out)
-	case "curated":
-		n, err = export.Curated(ctx, l, f, out)
-	case "annotations":
-		n, err = export.Annotations(ctx, l, f, out)
-	case "quarantine":
-		n, err = export.Quarantine(ctx, l, f, out)
-	case "preferences":
-		n, err = export.Preferences(ctx, l, f, out, po)
-	case "winners":
-		n, err = export.Winners(ctx, l, f, out, po)
-	}
-	if err != nil {
-		return fmt.Errorf("exporting %s: %w", what, err)
-	}
-	fmt.Fprintf(e.stdout, "wrote %d %s rows to %s\n", n, what, out)
-	return nil
 }

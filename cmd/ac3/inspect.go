@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
-	"sort"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/stages/curate"
 )
 
@@ -36,7 +34,7 @@ Example:
 			&cli.IntFlag{Name: "width", Usage: "output width (default: the terminal's, else 160)"},
 		},
 		Action: func(c *cli.Context) error {
-			l, err := openRun(c.Context, c, true)
+			l, err := openRun(c, true)
 			if err != nil {
 				return err
 			}
@@ -49,45 +47,15 @@ Example:
 			if !ok {
 				return fmt.Errorf("no conversation %q in %s", id, l.Path())
 			}
-			plans, err := l.Plans(c.Context)
+			ctxs, turns, err := curate.CurrentContexts(c.Context, l, id, c.Int("turn"), splitList([]string{c.String("strategies")}))
 			if err != nil {
 				return err
-			}
-			current := map[ledger.Variant]bool{}
-			for _, v := range plans[curate.StageName] {
-				current[v] = true
-			}
-			want := map[string]bool{}
-			for _, n := range splitList([]string{c.String("strategies")}) {
-				want[n] = true
-			}
-			units, err := l.ConversationUnits(c.Context, curate.StageName, id, c.Int("turn"))
-			if err != nil {
-				return err
-			}
-			turns := map[int]bool{}
-			var ctxs []curate.Context
-			for _, u := range units {
-				if !current[ledger.Variant{Name: u.Variant, Version: u.Version}] || (len(want) > 0 && !want[u.Variant]) || u.Status != ledger.Done {
-					continue
-				}
-				turns[u.Turn] = true
-				x, err := curate.DecodeContext(u.Output)
-				if err != nil {
-					return fmt.Errorf("decoding unit %s: %w", u.Key, err)
-				}
-				ctxs = append(ctxs, x)
 			}
 			if len(ctxs) == 0 {
 				return fmt.Errorf("conversation %s has no curated turn %d: run 'ac3 curate' (it has %d user turns)", id, c.Int("turn"), s.Conv.UserTurns())
 			}
 			if c.Int("turn") == 0 {
-				ts := make([]int, 0, len(turns))
-				for t := range turns {
-					ts = append(ts, t)
-				}
-				sort.Ints(ts)
-				fmt.Fprintf(e.stdout, "conversation %s (%s, %d user turns): curated turns %v\n", id, s.Conv.Source, s.Conv.UserTurns(), ts)
+				fmt.Fprintf(e.stdout, "conversation %s (%s, %d user turns): curated turns %v\n", id, s.Conv.Source, s.Conv.UserTurns(), turns)
 				fmt.Fprintln(e.stdout, "pick one with --turn")
 				return nil
 			}

@@ -1,20 +1,17 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
-	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/pipeline/run/config"
 )
 
 // llmFlags are shared by every command that may call a model.
@@ -26,137 +23,21 @@ func llmFlags() []cli.Flag {
 	}
 }
 
-// llmSettings is what a model-backed command needs to build its client.
-type llmSettings struct {
-	cfg       *config // nil: environment only
-	noCache   bool
-	budgetUSD float64
-}
-
-func llmSettingsFrom(c *cli.Context, e *env) (llmSettings, error) {
-	s := llmSettings{noCache: c.Bool("no-cache"), budgetUSD: c.Float64("budget-usd")}
+// modelFlags reads llmFlags: the config file (nil when none) and the models
+// it (or the environment) configures.
+func modelFlags(c *cli.Context, e *env) (*config.File, run.Model, error) {
+	var cfg *config.File
 	if p := c.String("config"); p != "" {
-		cfg, err := loadConfig(p, e.getenv)
-		if err != nil {
-			return s, err
-		}
-		s.cfg = cfg
-		if s.budgetUSD == 0 {
-			s.budgetUSD = cfg.Run.BudgetUSD
+		var err error
+		if cfg, err = config.Load(p, e.getenv); err != nil {
+			return nil, run.Model{}, err
 		}
 	}
-	return s, nil
-}
-
-// ErrNoEndpoint means no model endpoint is configured; model-backed stages
-// are then skipped with one line saying what to set.
-var ErrNoEndpoint = errors.New("no model endpoint configured: set OPENAI_BASE_URL and OPENAI_API_KEY (and OPENAI_MODEL), or give --config with endpoints, models and roles")
-
-// llmOptions turns the config (or the environment) into client options
-// without cache, recorder or budget.
-func llmOptions(cfg *config, getenv func(string) string) (llm.Options, error) {
-	var opts llm.Options
-	if cfg == nil || len(cfg.Models) == 0 {
-		ep, ok := llm.DefaultFromEnv(getenv)
-		if !ok {
-			return opts, ErrNoEndpoint
-		}
-		opts.Endpoints = []llm.Endpoint{ep}
-		if cfg != nil {
-			opts.Roles = map[string]llm.RoleBinding{}
-			for name, r := range cfg.Roles {
-				opts.Roles[name] = llm.RoleBinding{Endpoint: ep.Name, Params: r.params()}
-			}
-		}
-		return opts, nil
+	budget := c.Float64("budget-usd")
+	if budget == 0 && cfg != nil {
+		budget = cfg.Run.BudgetUSD
 	}
-	names := make([]string, 0, len(cfg.Models))
-	for n := range cfg.Models {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		m := cfg.Models[name]
-		ec := cfg.Endpoints[m.Endpoint]
-		ep := llm.Endpoint{
-			Name: name, BaseURL: ec.BaseURL, APIKeyEnv: ec.APIKeyEnv, APIKeyHeader: ec.APIKeyHeader,
-			Headers: ec.Headers, Query: ec.Query, Model: m.Name, MaxTokensField: ec.MaxTokensField,
-			JSONMode: llm.JSONMode(ec.JSONMode), MaxAttempts: ec.MaxAttempts,
-			Limits: llm.Limits{Concurrency: ec.Limits.Concurrency, RPM: ec.Limits.RPM, TPM: ec.Limits.TPM},
-			Price:  llm.Price{Input: m.Price.Input, CachedInput: m.Price.Cached, Output: m.Price.Output},
-		}
-		if ep.Model == "" {
-			ep.Model = name
-		}
-		if m.Limits != nil {
-			ep.Limits = llm.Limits{Concurrency: m.Limits.Concurrency, RPM: m.Limits.RPM, TPM: m.Limits.TPM}
-		}
-		if ec.APIKeyEnv != "" {
-			ep.APIKey = llm.Secret(getenv(ec.APIKeyEnv))
-		}
-		if ec.Timeout != "" {
-			ep.Timeout, _ = time.ParseDuration(ec.Timeout) // validated at load
-		}
-		opts.Endpoints = append(opts.Endpoints, ep)
-	}
-	opts.Roles = map[string]llm.RoleBinding{}
-	for name, r := range cfg.Roles {
-		opts.Roles[name] = llm.RoleBinding{Endpoint: r.Model, Params: r.params()}
-	}
-	return opts, nil
-}
-
-func (r roleConfig) params() llm.Params {
-	return llm.Params{Temperature: r.Temperature, TopP: r.TopP, MaxTokens: r.MaxTokens, Seed: r.Seed, Stop: r.Stop, ReasoningEffort: r.ReasoningEffort, Extra: r.Extra}
-}
-
-// llmRun is a client wired to a run: answers cached in the ledger, every call
-// recorded, spend capped, events counted for the progress line.
-type llmRun struct {
-	client  *llm.Client
-	budget  *llm.Budget
-	retries atomic.Int64
-	limited atomic.Int64
-}
-
-// newLLM builds the client for a run. It returns ErrNoEndpoint when nothing
-// is configured.
-func newLLM(ctx context.Context, e *env, l *ledger.Ledger, s llmSettings, counter *tokens.Counter) (*llmRun, error) {
-	opts, err := llmOptions(s.cfg, e.getenv)
-	if err != nil {
-		return nil, err
-	}
-	r := &llmRun{}
-	if l != nil {
-		opts.Cache, opts.Recorder = l.LLMCache(), l.LLMRecorder()
-		spent, err := l.SpendUSD(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if s.budgetUSD > 0 {
-			r.budget = llm.NewBudget(s.budgetUSD, spent)
-			opts.Budget = r.budget
-		}
-	}
-	opts.NoCache = s.noCache
-	if counter != nil {
-		opts.Estimate = counter.Count
-	}
-	opts.OnEvent = func(ev llm.Event) {
-		switch ev.Kind {
-		case llm.EventRetry:
-			r.retries.Add(1)
-		case llm.EventRateLimited:
-			r.limited.Add(1)
-		case llm.EventBreakerOpen, llm.EventFatal:
-			fmt.Fprintf(e.stderr, "\n%s: %s %s\n", ev.Endpoint, ev.Kind, ev.Err)
-		}
-	}
-	r.client, err = llm.New(opts)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return cfg, config.Model(cfg, e.getenv, c.Bool("no-cache"), budget), nil
 }
 
 func llmCommand(e *env) *cli.Command {
@@ -175,15 +56,15 @@ Examples:
    ac3 llm ping --config run.yaml --role judge`,
 			Flags: append(llmFlags(), &cli.StringFlag{Name: "role", Value: "judge", Usage: "annotator | analyzer | respondent | judge"}),
 			Action: func(c *cli.Context) error {
-				s, err := llmSettingsFrom(c, e)
+				_, m, err := modelFlags(c, e)
 				if err != nil {
 					return err
 				}
-				r, err := newLLM(c.Context, e, nil, s, nil)
+				client, err := m.Client()
 				if err != nil {
 					return err
 				}
-				res, err := r.client.Ping(c.Context, c.String("role"))
+				res, err := client.Ping(c.Context, c.String("role"))
 				if err != nil {
 					return fmt.Errorf("pinging role %s: %w", c.String("role"), err)
 				}
@@ -204,7 +85,11 @@ func printPing(e *env, role string, res llm.PingResult) {
 		fmt.Fprintf(w, " (%d cached, %d reasoning)", res.Usage.CachedPrompt, res.Usage.Reasoning)
 	}
 	fmt.Fprintf(w, ", $%.6f\n", res.CostUSD)
-	fmt.Fprintf(w, "answer:   %q\n", clip(res.Text, 120))
+	text := res.Text
+	if len(text) > 120 {
+		text = text[:120] + "…"
+	}
+	fmt.Fprintf(w, "answer:   %q\n", text)
 	keys := make([]string, 0, len(res.Headers))
 	for k := range res.Headers {
 		keys = append(keys, k)
@@ -218,11 +103,4 @@ func printPing(e *env, role string, res llm.PingResult) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %s: %s\n", strings.ToLower(k), strings.Join(http.Header(res.Headers).Values(k), ", "))
 	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -1,6 +1,6 @@
 // Command ac3 processes large logs of multi-turn human–AI conversations in
-// resumable batch runs: ingest and filter, curate contexts, and export. Run
-// `ac3 --help` for the manual.
+// resumable batch runs: ingest and filter, annotate, curate contexts,
+// respond, judge, report and export. Run `ac3 --help` for the manual.
 package main
 
 import (
@@ -16,24 +16,25 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stop := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
+	sigs := make(chan os.Signal, 3)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		fmt.Fprintln(os.Stderr, "\nstopping: finishing work in flight (press Ctrl-C again to quit at once; the run resumes either way)")
+		fmt.Fprintln(os.Stderr, "\nstopping: finishing work in flight (press Ctrl-C again to abandon it; the run resumes either way)")
 		close(stop)
 		<-sigs
-		fmt.Fprintln(os.Stderr, "quitting; committed work is kept")
+		// Cancelling abandons calls in flight; the engine still records
+		// what finished, and main waits for it before exiting.
+		fmt.Fprintln(os.Stderr, "abandoning work in flight; committed work is kept (a third Ctrl-C quits at once)")
 		cancel()
-		os.Exit(130)
+		<-sigs
+		os.Exit(exitStopped)
 	}()
 	app := newApp(&env{stop: stop, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
-	if err := app.RunContext(ctx, os.Args); err != nil {
+	err := app.RunContext(ctx, os.Args)
+	var es *exitStatus
+	if err != nil && (!errors.As(err, &es) || es.err != nil) {
 		fmt.Fprintln(os.Stderr, "ac3:", err)
-		var ee exitError
-		if errors.As(err, &ee) {
-			os.Exit(int(ee))
-		}
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/pipeline/run/config"
 )
 
 func runCommand(e *env) *cli.Command {
@@ -15,10 +19,17 @@ func runCommand(e *env) *cli.Command {
 		Name:  "run",
 		Usage: "run the stages a config file lists, resumably",
 		Description: `Runs, in order, what the config file asks for: ingest (input.files with
-input.filter), curate (stages.curate), then each export. Run it again after an
-interruption and it does only what is missing; run it on a finished run and it
-does nothing and says so. --dry-run prints the plan and the amount of work
-without doing any.
+input.filter), annotate (stages.classify, refs, constraints, pollution), curate
+(stages.curate), respond, judge, the report, then each export. Run it again
+after an interruption and it does only what is missing; run it on a finished
+run and it does nothing and says so.
+
+--dry-run changes nothing and calls nothing: it reads the run (and the input
+files not ingested yet, through the same filters) conversation by
+conversation and prints, per stage, the tasks still to do, the model calls,
+input and output tokens (stating the answer length it assumed) and the cost at
+the config's prices, with the skips the run would make. --json prints the same
+as one JSON object with per-stage figures and total_calls, total_cost_usd.
 
 Config sketch (YAML; ${VAR} and ${VAR:-default} are taken from the environment;
 relative paths are relative to the config file):
@@ -34,129 +45,115 @@ relative paths are relative to the config file):
      - {what: curated, format: parquet}
      - {what: quarantine, format: jsonl}
 
-Example:
+Examples:
    ac3 run --config fixtures/configs/wildchat.yaml
-   ac3 run --config fixtures/configs/wildchat.yaml --dry-run`,
+   ac3 run --config fixtures/configs/e2e.yaml --dry-run --json | jq .total_cost_usd`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Required: true, Usage: "the run's config file"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and unit counts, change nothing"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan, the work left and its cost; change nothing"},
+			&cli.BoolFlag{Name: "json", Usage: "with --dry-run, print the plan as JSON"},
 		},
 		Action: func(c *cli.Context) error {
-			cfg, err := loadConfig(c.String("config"), e.getenv)
+			cfg, err := config.Load(c.String("config"), e.getenv)
+			if err != nil {
+				return err
+			}
+			plan, notes, err := cfg.Plan(e.getenv)
 			if err != nil {
 				return err
 			}
 			if c.Bool("dry-run") {
-				return dryRun(c, e, cfg)
+				return dryRun(c, e, plan, notes)
+			}
+			for _, n := range notes {
+				fmt.Fprintln(e.stdout, "annotate: "+n)
 			}
 			if cfg.Run.Out != "" {
 				if err := os.MkdirAll(cfg.Run.Out, 0o755); err != nil {
 					return fmt.Errorf("creating %s: %w", cfg.Run.Out, err)
 				}
 			}
-			l, err := ledger.Open(c.Context, cfg.Run.DB, ledger.Options{})
-			if err != nil {
-				return err
+			opts := runOptions(e)
+			opts.Headings = true
+			if err := execute(c, e, plan, opts); err != nil {
+				return run.FilterError(err, config.FilterKeys)
 			}
-			defer l.Close()
-			ctx := c.Context
-			if len(cfg.Input.Files) > 0 {
-				fmt.Fprintf(e.stdout, "== ingest (%d files)\n", len(cfg.Input.Files))
-				if err := runIngest(ctx, e, l, cfg.Input.Files, cfg.filterSettings(), cfg.Input.Format, cfg.Input.MaxLineBytes); err != nil {
-					return err
-				}
-				if stopped(e.stop) {
-					return nil
-				}
-			}
-			if done, err := runAnnotateFromConfig(ctx, e, l, cfg); err != nil || !done {
-				return err
-			}
-			if cu := cfg.Stages.Curate; cu != nil {
-				fmt.Fprintf(e.stdout, "== curate (%s)\n", strings.Join(cu.Strategies, ","))
-				a, err := curateArgsFromConfig(cfg)
-				if err != nil {
-					return err
-				}
-				done, err := runCurate(ctx, e, l, a)
-				if err != nil {
-					return err
-				}
-				if !done {
-					return nil
-				}
-			}
-			if done, err := runRespondJudgeFromConfig(ctx, e, l, cfg); err != nil || !done {
-				return err
-			}
-			if err := runReportFromConfig(ctx, e, l, cfg); err != nil {
-				return err
-			}
-			for _, x := range cfg.Export {
-				fmt.Fprintf(e.stdout, "== export %s (%s)\n", x.What, x.Format)
-				if err := runExport(ctx, e, l, x.What, x.Format, defaultOut(cfg, x)); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(e.stdout, "== done; 'ac3 status --db %s' shows the run\n", cfg.Run.DB)
+			fmt.Fprintf(e.stdout, "== done; 'ac3 status --db %s' shows the run\n", plan.DB)
 			return nil
 		},
 	}
 }
 
-func stopped(stop <-chan struct{}) bool {
-	select {
-	case <-stop:
-		return true
-	default:
-		return false
+// dryRun prints the forecast of plan, as text or (--json) JSON.
+func dryRun(c *cli.Context, e *env, plan run.Plan, notes []string) error {
+	fc, err := run.Estimate(c.Context, plan)
+	if err != nil {
+		return err
+	}
+	fc.Notes = append(notes, fc.Notes...)
+	if c.Bool("json") {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(fc)
+	}
+	printForecast(e.stdout, plan, fc)
+	return nil
+}
+
+func printForecast(w io.Writer, plan run.Plan, fc run.Forecast) {
+	state := "new: nothing is recorded yet"
+	if fc.RunExists {
+		state = "exists: only the work not recorded is counted"
+	}
+	fmt.Fprintf(w, "plan for run %s (%s; nothing will be changed)\n", fc.DB, state)
+	if in := plan.Ingest; in != nil {
+		fmt.Fprintf(w, "ingest %d files with filters %s\n", len(in.Files), in.Filter.Canonical())
+		for _, f := range fc.Inputs {
+			fmt.Fprintf(w, "   %s (%.1f MB, %s)\n", f.Path, float64(f.Bytes)/1e6, f.State)
+		}
+	}
+	if a := plan.Annotate; a != nil {
+		fmt.Fprintf(w, "annotate (%s)\n", a.Describe())
+	}
+	if cu := plan.Curate; cu != nil {
+		fmt.Fprintf(w, "curate strategies %s from turn %d\n", strings.Join(cu.Strategies, ","), max(cu.FromTurn, 2))
+	}
+	fmt.Fprintf(w, "over %d conversations:\n", fc.Conversations)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "stage\ttasks pending\tdone\tmodel calls\tinput tokens\toutput tokens\tper call\tcost\t")
+	for _, s := range fc.Stages {
+		if s.Skipped != "" {
+			fmt.Fprintf(tw, "%s\tskipped\t\t\t\t\t\t\t\n", s.Label)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t$%.4f\t\n", s.Label, s.PendingTasks, s.DoneTasks, s.Calls, humanTokens(s.InputTokens), humanTokens(s.OutputTokens), s.OutputTokensPerCall, s.CostUSD)
+	}
+	tw.Flush()
+	for _, s := range fc.Stages {
+		if s.Skipped != "" {
+			fmt.Fprintf(w, "   %s skipped: %s\n", s.Label, s.Skipped)
+		}
+	}
+	fmt.Fprintf(w, "total: %d model calls, estimated cost $%.4f (answers counted at the stage's expected length, capped at the role's max_tokens: see \"per call\")\n", fc.TotalCalls, fc.TotalCostUSD)
+	if plan.Report != nil {
+		fmt.Fprintf(w, "report to %s\n", plan.Report.Out)
+	}
+	for _, x := range fc.Exports {
+		fmt.Fprintf(w, "export %s as %s to %s\n", x.What, x.Format, x.Out)
+	}
+	for _, n := range fc.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
 	}
 }
 
-func dryRun(c *cli.Context, e *env, cfg *config) error {
-	w := e.stdout
-	fmt.Fprintf(w, "plan for run %s (nothing will be changed)\n", cfg.Run.DB)
-	var l *ledger.Ledger
-	if _, err := os.Stat(cfg.Run.DB); err == nil {
-		if l, err = ledger.Open(c.Context, cfg.Run.DB, ledger.Options{ReadOnly: true}); err != nil {
-			return err
-		}
-		defer l.Close()
+func humanTokens(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
 	}
-	fmt.Fprintf(w, "1. ingest %d files with filters %s\n", len(cfg.Input.Files), cfg.filterSettings().canonical())
-	for _, f := range cfg.Input.Files {
-		state := "new"
-		if l != nil {
-			if in, ok, err := l.Input(c.Context, absPath(f)); err == nil && ok {
-				state = fmt.Sprintf("%d records read", in.RecordsDone)
-				if in.Finished {
-					state = "already ingested"
-				}
-			}
-		}
-		size := "missing"
-		if st, err := os.Stat(f); err == nil {
-			size = fmt.Sprintf("%.1f MB", float64(st.Size())/1e6)
-		}
-		fmt.Fprintf(w, "   %s (%s, %s)\n", f, size, state)
-	}
-	if err := dryRunAnnotate(c.Context, w, l, cfg); err != nil {
-		return err
-	}
-	if cfg.Stages.Curate != nil {
-		a, err := curateArgsFromConfig(cfg)
-		if err != nil {
-			return err
-		}
-		if err := dryRunCurate(c.Context, w, l, a); err != nil {
-			return err
-		}
-	}
-	if err := dryRunRespondJudge(c.Context, w, l, cfg); err != nil {
-		return err
-	}
-	for _, x := range cfg.Export {
-		fmt.Fprintf(w, "export %s as %s to %s\n", x.What, x.Format, defaultOut(cfg, x))
-	}
-	return nil
+	return fmt.Sprint(n)
 }

@@ -37,7 +37,7 @@ Example:
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Action: func(c *cli.Context) error {
-			l, err := openRun(c.Context, c, true)
+			l, err := openRun(c, true)
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ Example:
    ac3 retry --db run.db --stage curate`,
 		Flags: []cli.Flag{dbFlag, &cli.StringFlag{Name: "stage", Usage: "only this stage (default: all)"}},
 		Action: func(c *cli.Context) error {
-			l, err := openRun(c.Context, c, false)
+			l, err := openRun(c, false)
 			if err != nil {
 				return err
 			}

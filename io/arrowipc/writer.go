@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 
+	"github.com/ac3/ac3/io/atomicfile"
 	"github.com/ac3/ac3/io/parquetio"
 	"github.com/ac3/ac3/pipeline/conv"
 )
@@ -29,7 +30,7 @@ type Writer struct {
 	fw   *ipc.FileWriter
 	buf  *bufio.Writer
 	b    *parquetio.ConversationBuilder
-	file *atomicFile // set by Create
+	file *atomicfile.File // set by Create
 	err  error
 	done bool
 }
@@ -44,19 +45,19 @@ func NewWriter(w io.Writer) (*Writer, error) {
 // in the same directory that Close renames to path and Abort removes, so
 // path never holds a partial file.
 func Create(path string) (*Writer, error) {
-	af, err := createAtomic(path)
+	af, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, err
 	}
 	w, err := newWriter(af, af)
 	if err != nil {
-		_ = af.discard()
+		_ = af.Abort()
 		return nil, err
 	}
 	return w, nil
 }
 
-func newWriter(w io.Writer, af *atomicFile) (*Writer, error) {
+func newWriter(w io.Writer, af *atomicfile.File) (*Writer, error) {
 	buf := bufio.NewWriterSize(w, 1<<20)
 	fw, err := ipc.NewFileWriter(&tellWriter{w: buf}, ipc.WithSchema(parquetio.Schema()))
 	if err != nil {
@@ -121,9 +122,9 @@ func (w *Writer) Close() error {
 		return err
 	}
 	if err != nil {
-		return errors.Join(err, w.file.discard())
+		return errors.Join(err, w.file.Abort())
 	}
-	return w.file.commit()
+	return w.file.Commit()
 }
 
 // Abort gives up on the file: for Create it removes the temporary file; on a
@@ -136,7 +137,7 @@ func (w *Writer) Abort() error {
 	w.done = true
 	w.b.Release()
 	if w.file != nil {
-		return w.file.discard()
+		return w.file.Abort()
 	}
 	return nil
 }

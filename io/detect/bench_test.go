@@ -16,7 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/ac3/ac3/io/decompress"
+	"github.com/ac3/ac3/io/compress"
 	"github.com/ac3/ac3/io/detect"
 	"github.com/ac3/ac3/io/jsonl"
 	"github.com/ac3/ac3/pipeline/conv"
@@ -70,7 +70,7 @@ func BenchmarkBaseline(b *testing.B) {
 	path, size := benchFile(b)
 	b.SetBytes(size)
 	for b.Loop() {
-		rc, err := decompress.Open(path)
+		rc, err := compress.Open(path)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ac3/ac3/io/decompress"
+	"github.com/ac3/ac3/io/compress"
 	"github.com/ac3/ac3/io/jsonl"
 	"github.com/ac3/ac3/io/lic"
 	"github.com/ac3/ac3/io/openaichat"
@@ -175,7 +175,7 @@ func OpenText(ctx context.Context, path string, opts Options) (*Text, error) {
 
 // openText decompresses path and, when format is Auto, sniffs it.
 func openText(path, format string, opts Options) (*Text, error) {
-	rc, err := decompress.Open(path)
+	rc, err := compress.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,7 @@ func openText(path, format string, opts Options) (*Text, error) {
 			rc.Close()
 			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
-		if format, err = Sniff(head, decompress.InnerExt(path)); err != nil {
+		if format, err = Sniff(head, compress.InnerExt(path)); err != nil {
 			rc.Close()
 			return nil, fmt.Errorf("opening %s: %w", path, err)
 		}
@@ -208,7 +208,7 @@ func columnar(path string) (string, error) {
 		return "", err
 	}
 	head = head[:n]
-	ext := decompress.InnerExt(path)
+	ext := compress.InnerExt(path)
 	switch {
 	case bytes.HasPrefix(head, []byte("PAR1")):
 		return Parquet, nil

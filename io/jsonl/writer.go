@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
-
+	"github.com/ac3/ac3/io/atomicfile"
+	"github.com/ac3/ac3/io/compress"
 	"github.com/ac3/ac3/pipeline/conv"
 )
 
@@ -24,9 +21,9 @@ import (
 //
 // A Writer is not safe for concurrent use.
 type Writer struct {
-	bw     *bufio.Writer
-	buf    []byte
-	closer []io.Closer // closed in order by Close, after the flush
+	bw   *bufio.Writer
+	buf  []byte
+	file *File // set by Create
 }
 
 // NewWriter returns a Writer on w. Close flushes it; it does not close w.
@@ -34,34 +31,17 @@ func NewWriter(w io.Writer) *Writer {
 	return &Writer{bw: bufio.NewWriterSize(w, 256<<10)}
 }
 
-// Create creates the file at path and returns a Writer on it, compressing
-// with zstd when path ends in .zst (or .zstd) and with gzip when it ends in
-// .gz. Close flushes, ends the compressed stream and closes the file.
+// Create starts a JSONL file at path, compressed as its name asks (.zst,
+// .gz; see package compress). Lines go to a temporary file that Close
+// moves into place once complete and Abort removes, so path never holds a
+// partial file.
 func Create(path string) (*Writer, error) {
-	f, err := os.Create(path)
+	f, err := CreateFile(path)
 	if err != nil {
 		return nil, err
 	}
-	lower := strings.ToLower(path)
-	switch {
-	case strings.HasSuffix(lower, ".zst"), strings.HasSuffix(lower, ".zstd"):
-		z, err := zstd.NewWriter(f)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("starting zstd encoder for %s: %w", path, err)
-		}
-		w := NewWriter(z)
-		w.closer = []io.Closer{z, f}
-		return w, nil
-	case strings.HasSuffix(lower, ".gz"):
-		z := gzip.NewWriter(f)
-		w := NewWriter(z)
-		w.closer = []io.Closer{z, f}
-		return w, nil
-	}
-	w := NewWriter(f)
-	w.closer = []io.Closer{f}
-	return w, nil
+	// The file's own buffer serves the Writer: no second copy.
+	return &Writer{bw: f.bw, file: f}, nil
 }
 
 // Write writes c as one line. It fails if c.Meta is not valid JSON, writing
@@ -80,14 +60,86 @@ func (w *Writer) Write(c *conv.Conversation) error {
 // Flush writes buffered lines to the underlying writer.
 func (w *Writer) Flush() error { return w.bw.Flush() }
 
-// Close flushes and closes what Create opened. The Writer is unusable after.
+// Close flushes and, for a Writer from Create, finishes the file and moves
+// it into place. The Writer is unusable after.
 func (w *Writer) Close() error {
 	err := w.bw.Flush()
-	for _, c := range w.closer {
-		err = errors.Join(err, c.Close())
+	if w.file == nil {
+		return err
 	}
-	w.closer = nil
-	return err
+	if err != nil {
+		return errors.Join(err, w.file.Abort())
+	}
+	return w.file.Close()
+}
+
+// Abort gives up a Writer from Create, removing its temporary file; for a
+// Writer on a caller's io.Writer it does nothing. Abort after Close does
+// nothing.
+func (w *Writer) Abort() error {
+	if w.file == nil {
+		return nil
+	}
+	return w.file.Abort()
+}
+
+// File is a text output file: bytes written to it are compressed as the
+// final name asks and land in a temporary file that Close moves into place
+// (see package atomicfile). Exports of rows other than conversations write
+// their JSON lines through it.
+type File struct {
+	bw  *bufio.Writer
+	z   io.WriteCloser
+	f   *atomicfile.File
+	err error
+}
+
+// CreateFile starts the file that will become path.
+func CreateFile(path string) (*File, error) {
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	z, err := compress.NewWriter(f, compress.FromName(path))
+	if err != nil {
+		_ = f.Abort()
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	return &File{bw: bufio.NewWriterSize(z, 256<<10), z: z, f: f}, nil
+}
+
+// Write buffers p.
+func (f *File) Write(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	n, err := f.bw.Write(p)
+	if err != nil {
+		f.err = fmt.Errorf("writing %s: %w", f.f.Path(), err)
+	}
+	return n, f.err
+}
+
+// Close flushes, ends the compressed stream and moves the file into place.
+// On error the temporary file is removed.
+func (f *File) Close() error {
+	err := f.err
+	if err == nil {
+		err = f.bw.Flush()
+	}
+	if err == nil {
+		err = f.z.Close()
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("finishing %s: %w", f.f.Path(), err), f.f.Abort())
+	}
+	return f.f.Commit()
+}
+
+// Abort removes the temporary file. Abort after Close does nothing.
+func (f *File) Abort() error {
+	_ = f.z.Close()
+	return f.f.Abort()
 }
 
 // AppendConversation appends the canonical JSON of c (no newline) to dst.

@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
-	"github.com/ac3/ac3/io/decompress"
+	"github.com/ac3/ac3/io/compress"
 	"github.com/ac3/ac3/io/jsonl"
 	"github.com/ac3/ac3/io/openaichat"
 	"github.com/ac3/ac3/pipeline/conv"
@@ -98,7 +99,7 @@ func TestCreateRoundTrip(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			rc, err := decompress.Open(path)
+			rc, err := compress.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,5 +125,29 @@ func TestCreateRoundTrip(t *testing.T) {
 				t.Fatalf("want EOF, got %v", err)
 			}
 		})
+	}
+}
+
+func TestCreateWritesNothingAtThePathUntilClose(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.jsonl.zst")
+	w, err := jsonl.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(&writerCases[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the path exists before Close: %v", err)
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Fatalf("Abort left %d files behind", len(es))
 	}
 }

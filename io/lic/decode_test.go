@@ -68,13 +68,13 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-// TestSample reads the shared LiC sample: every record must come through
+// TestSample reads the LiC sample in fixtures/lic: every record must come through
 // with as many user turns as it has non-empty shards (summary shards are
 // built from documents, so all of theirs count).
 func TestSample(t *testing.T) {
-	f, err := os.Open("../../../shared/data/lic/sample_5_per_task.json")
+	f, err := os.Open("../../fixtures/lic/sample_5_per_task.json")
 	if err != nil {
-		t.Skipf("shared LiC sample not available: %v", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	r := lic.NewReader(f, "sample.json")

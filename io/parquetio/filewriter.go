@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/ac3/ac3/io/atomicfile"
 )
 
 // errClosed is returned by writes after Close or Abort.
@@ -38,7 +40,7 @@ type batcher interface {
 type fileWriter struct {
 	fw   *pqarrow.FileWriter
 	buf  *bufio.Writer
-	file *atomicFile // set by Create: renamed into place on close
+	file *atomicfile.File // set by Create: renamed into place on close
 	b    batcher
 	opts WriterOptions
 	err  error
@@ -49,7 +51,7 @@ type fileWriter struct {
 	pending chan error
 }
 
-func newFileWriter(w io.Writer, file *atomicFile, sc *arrow.Schema, b batcher, opts WriterOptions, longText, plain []string) (*fileWriter, error) {
+func newFileWriter(w io.Writer, file *atomicfile.File, sc *arrow.Schema, b batcher, opts WriterOptions, longText, plain []string) (*fileWriter, error) {
 	opts = opts.withDefaults()
 	props, arrowProps, err := opts.writerProps(longText, plain)
 	if err != nil {
@@ -158,9 +160,9 @@ func (f *fileWriter) close() error {
 		return err
 	}
 	if err != nil {
-		return errors.Join(err, f.file.discard())
+		return errors.Join(err, f.file.Abort())
 	}
-	return f.file.commit()
+	return f.file.Commit()
 }
 
 // abort abandons the output: a file made by Create is removed, a caller's
@@ -175,7 +177,7 @@ func (f *fileWriter) abort() error {
 	_ = f.wait()
 	f.b.Release()
 	if f.file != nil {
-		return f.file.discard()
+		return f.file.Abort()
 	}
 	return nil
 }

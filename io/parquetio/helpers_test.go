@@ -32,9 +32,8 @@ var update = flag.Bool("update", false, "rewrite the committed fixtures in fixtu
 
 const (
 	fixtureDir = "../../fixtures/columnar"
-	// The shared data folder sits beside the repository; tests that need it
-	// skip when it is absent.
-	wildchatJSONL = "../../../shared/data/wildchat/wildchat-1m-sample10.jsonl"
+	// Real WildChat records, kept in the repository.
+	wildchatJSONL = "../../fixtures/wildchat/wildchat-1m-sample10.jsonl"
 	// How many WildChat lines the fixture holds.
 	wildchatFixtureRows = 5
 )
@@ -177,14 +176,10 @@ func writeTemp(tb testing.TB, name string, data []byte) string {
 	return p
 }
 
-// readWildChatLines returns the first n lines of the shared WildChat sample,
-// or skips the test when the shared data is not there.
+// readWildChatLines returns the first n lines of the WildChat sample.
 func readWildChatLines(tb testing.TB, n int) [][]byte {
 	tb.Helper()
 	f, err := os.Open(wildchatJSONL)
-	if errors.Is(err, os.ErrNotExist) {
-		tb.Skipf("shared data not present: %s", wildchatJSONL)
-	}
 	if err != nil {
 		tb.Fatal(err)
 	}

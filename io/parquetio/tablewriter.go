@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/ac3/ac3/io/atomicfile"
 	"github.com/ac3/ac3/pipeline/conv"
 )
 
@@ -67,19 +68,19 @@ func NewTableWriter(w io.Writer, sc *arrow.Schema, opts WriterOptions) (*TableWr
 // CreateTable starts a Parquet file of schema sc at path, written to a
 // temporary file that Close renames into place and Abort removes.
 func CreateTable(path string, sc *arrow.Schema, opts WriterOptions) (*TableWriter, error) {
-	af, err := createAtomic(path)
+	af, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, err
 	}
 	t, err := newTableWriter(af, af, sc, opts)
 	if err != nil {
-		_ = af.discard()
+		_ = af.Abort()
 		return nil, err
 	}
 	return t, nil
 }
 
-func newTableWriter(w io.Writer, af *atomicFile, sc *arrow.Schema, opts WriterOptions) (*TableWriter, error) {
+func newTableWriter(w io.Writer, af *atomicfile.File, sc *arrow.Schema, opts WriterOptions) (*TableWriter, error) {
 	kinds := make([]colKind, sc.NumFields())
 	var longText []string
 	for i, f := range sc.Fields() {

@@ -3,6 +3,7 @@ package parquetio
 import (
 	"io"
 
+	"github.com/ac3/ac3/io/atomicfile"
 	"github.com/ac3/ac3/pipeline/conv"
 )
 
@@ -31,13 +32,13 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 // the same directory, which Close renames to path once the file is complete
 // and Abort removes, so path never holds a partial file.
 func Create(path string, opts WriterOptions) (*Writer, error) {
-	af, err := createAtomic(path)
+	af, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, err
 	}
 	w, err := newWriter(af, af, opts)
 	if err != nil {
-		_ = af.discard()
+		_ = af.Abort()
 		return nil, err
 	}
 	return w, nil
@@ -56,7 +57,7 @@ func plainColumns() []string {
 	return []string{ColSourceLine, ColSourceRow}
 }
 
-func newWriter(w io.Writer, af *atomicFile, opts WriterOptions) (*Writer, error) {
+func newWriter(w io.Writer, af *atomicfile.File, opts WriterOptions) (*Writer, error) {
 	b := NewConversationBuilder(nil)
 	fw, err := newFileWriter(w, af, Schema(), b, opts, longTextColumns(), plainColumns())
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/ac3/ac3/pipeline/conv"
 )
 
-const sample = "../../../shared/data/wildchat/wildchat-1m-sample10.jsonl"
+const sample = "../../fixtures/wildchat/wildchat-1m-sample10.jsonl"
 
 func sampleLinesQuiet() [][]byte {
 	data, err := os.ReadFile(sample)
@@ -23,7 +23,7 @@ func sampleLines(tb testing.TB) [][]byte {
 	tb.Helper()
 	data, err := os.ReadFile(sample)
 	if err != nil {
-		tb.Skipf("shared WildChat sample not available: %v", err)
+		tb.Fatal(err)
 	}
 	return bytes.Split(bytes.TrimSpace(data), []byte("\n"))
 }

@@ -41,13 +41,19 @@ func sftSchema() *arrow.Schema {
 // format each row is {"messages": context + [target]} and turns without a
 // reply in the dataset are left out.
 func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int64, error) {
+	n, _, err := curated(ctx, l, f, path)
+	return n, err
+}
+
+// curated is Curated, also counting the turns an SFT export leaves out.
+func curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (n, noReply int64, err error) {
 	plans, err := l.Plans(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	variants := plans[curate.StageName]
 	if len(variants) == 0 {
-		return 0, fmt.Errorf("nothing curated in %s yet: run 'ac3 curate' first", l.Path())
+		return 0, 0, fmt.Errorf("nothing curated in %s yet: run 'ac3 curate' first", l.Path())
 	}
 	sc := CuratedSchema()
 	if f == SFT {
@@ -55,9 +61,8 @@ func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int6
 	}
 	rw, err := newRowWriter(f, path, sc)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int64
 	err = l.EachPage(ctx, pageSize, func(page []ledger.Stored, after, upto int64) error {
 		bySeq := bySeq(page)
 		return l.Units(ctx, curate.StageName, variants, after, upto, func(u ledger.Unit) error {
@@ -77,6 +82,7 @@ func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int6
 			}
 			if f == SFT {
 				if !ok {
+					noReply++
 					return nil
 				}
 				n++
@@ -88,9 +94,9 @@ func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int6
 	})
 	if err != nil {
 		rw.Abort()
-		return n, err
+		return n, noReply, err
 	}
-	return n, rw.Close()
+	return n, noReply, rw.Close()
 }
 
 // bySeq indexes a page of conversations by their seq, for joining units.

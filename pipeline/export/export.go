@@ -10,14 +10,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/ac3/ac3/io/jsonl"
 	"github.com/ac3/ac3/io/parquetio"
@@ -69,14 +64,12 @@ func Conversations(ctx context.Context, l *ledger.Ledger, f Format, path string)
 		write = func(s ledger.Stored) error { return w.Write(s.Conv) }
 		closer, abort = w, func() { w.Abort() }
 	default:
-		tmp := tempPath(path)
-		w, err := jsonl.Create(tmp)
+		w, err := jsonl.Create(path)
 		if err != nil {
 			return 0, fmt.Errorf("creating %s: %w", path, err)
 		}
 		write = func(s ledger.Stored) error { return w.Write(s.Conv) }
-		closer = renameOnClose{w, tmp, path}
-		abort = func() { w.Close(); os.Remove(tmp) }
+		closer, abort = w, func() { w.Abort() }
 	}
 	err := l.EachPage(ctx, pageSize, func(page []ledger.Stored, _, _ int64) error {
 		for _, s := range page {
@@ -124,16 +117,15 @@ func Quarantine(ctx context.Context, l *ledger.Ledger, f Format, path string) (i
 	return n, rw.Close()
 }
 
-// rowWriter writes flat rows as Parquet (via TableWriter) or as JSONL objects
-// keyed by the schema's field names, to a temporary file renamed on Close.
+// rowWriter writes flat rows as Parquet (via TableWriter) or as JSONL
+// objects keyed by the schema's field names; either way the file appears at
+// its path only once Close has finished it.
 type rowWriter struct {
-	sc    *arrow.Schema
-	tw    *parquetio.TableWriter
-	jw    io.Writer
-	close []io.Closer
-	tmp   string
-	path  string
-	buf   []byte
+	sc   *arrow.Schema
+	tw   *parquetio.TableWriter
+	jw   *jsonl.File
+	path string
+	buf  []byte
 }
 
 func newRowWriter(f Format, path string, sc *arrow.Schema) (*rowWriter, error) {
@@ -146,24 +138,11 @@ func newRowWriter(f Format, path string, sc *arrow.Schema) (*rowWriter, error) {
 		rw.tw = tw
 		return rw, nil
 	}
-	rw.tmp = tempPath(path)
-	file, err := os.Create(rw.tmp)
+	jw, err := jsonl.CreateFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
-	rw.jw, rw.close = file, []io.Closer{file}
-	switch lower := strings.ToLower(path); {
-	case strings.HasSuffix(lower, ".zst"):
-		z, err := zstd.NewWriter(file)
-		if err != nil {
-			file.Close()
-			return nil, err
-		}
-		rw.jw, rw.close = z, []io.Closer{z, file}
-	case strings.HasSuffix(lower, ".gz"):
-		z := gzip.NewWriter(file)
-		rw.jw, rw.close = z, []io.Closer{z, file}
-	}
+	rw.jw = jw
 	return rw, nil
 }
 
@@ -215,12 +194,7 @@ func (rw *rowWriter) Close() error {
 	if rw.tw != nil {
 		return rw.tw.Close()
 	}
-	for _, c := range rw.close {
-		if err := c.Close(); err != nil {
-			return fmt.Errorf("finishing %s: %w", rw.path, err)
-		}
-	}
-	return os.Rename(rw.tmp, rw.path)
+	return rw.jw.Close()
 }
 
 // Abort removes the partial file.
@@ -229,26 +203,5 @@ func (rw *rowWriter) Abort() {
 		rw.tw.Abort()
 		return
 	}
-	for _, c := range rw.close {
-		c.Close()
-	}
-	os.Remove(rw.tmp)
-}
-
-type renameOnClose struct {
-	c         io.Closer
-	tmp, dest string
-}
-
-func (r renameOnClose) Close() error {
-	if err := r.c.Close(); err != nil {
-		return err
-	}
-	return os.Rename(r.tmp, r.dest)
-}
-
-// tempPath is a sibling of path, so the final rename stays on one
-// filesystem and readers never see a half-written export.
-func tempPath(path string) string {
-	return filepath.Join(filepath.Dir(path), ".partial-"+filepath.Base(path)) // keeps the .zst/.gz suffix
+	_ = rw.jw.Abort()
 }

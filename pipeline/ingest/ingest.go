@@ -18,7 +18,8 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 )
 
-// Opener opens an input file and names the format it found.
+// Opener opens an input file and names the format it found. Its errors
+// name the file (detect.Open's do); ingest returns them as they are.
 type Opener func(ctx context.Context, path string) (record.Reader, string, error)
 
 // Keep decides whether a conversation is kept, and if not, names the reason.
@@ -134,7 +135,7 @@ func ingestFile(ctx context.Context, l *ledger.Ledger, path string, opts Options
 	}
 	r, format, err := opts.Open(ctx, abs)
 	if err != nil {
-		return fs, fmt.Errorf("opening %s: %w", path, err)
+		return fs, err // the opener's errors name the file
 	}
 	defer r.Close()
 	fs.Format = format

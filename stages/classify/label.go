@@ -60,23 +60,6 @@ func Decode(b []byte) (Label, error) {
 // not one).
 func validType(s string) bool { return s == NewAsk || s == Feedback || s == NoFeedback }
 
-// Field describes one exported column.
-type Field struct {
-	Name, Type, Doc string
-}
-
-// Fields describes the columns an export of classify units carries beside
-// conversation_id, turn and variant.
-func Fields() []Field {
-	return []Field{
-		{"type", "string", "new_ask | feedback | no_feedback; unknown where the heuristic abstained"},
-		{"confidence", "float64", "the annotator's confidence, 0..1"},
-		{"reason", "string", "one line on why"},
-		{"refs", "list<string>", `earlier turns the message depends on, as distances back: "1a" = a_{t-1}, "2u" = u_{t-2}; empty = self-contained`},
-		{"annotator", "string", `"llm:<model>" or "heuristic"`},
-	}
-}
-
 // ParseRef splits a reference such as "3u" into its distance and side
 // ('u' or 'a'). It reports false for anything else.
 func ParseRef(s string) (dist int, side byte, ok bool) {

@@ -61,21 +61,6 @@ func Decode(b []byte) (Record, error) {
 	return r, nil
 }
 
-// Field describes one exported column.
-type Field struct {
-	Name, Type, Doc string
-}
-
-// Fields describes the columns of an export of constraints units beside
-// conversation_id, turn and variant.
-func Fields() []Field {
-	return []Field{
-		{"new", "list<struct{text,evidence,type,turn}>", "constraints set at this user turn (usually empty)"},
-		{"registry", "list<struct{text,evidence,type,turn}>", "every constraint active as of this turn, in the order set"},
-		{"annotator", "string", `"llm:<model>" or "heuristic"`},
-	}
-}
-
 // UnitReader is the part of the ledger RegistryAsOf needs; *ledger.Ledger
 // satisfies it.
 type UnitReader interface {

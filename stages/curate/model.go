@@ -2,7 +2,6 @@ package curate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -150,14 +149,4 @@ func modelByName(name string, opts Options) (Strategy, bool, error) {
 type classifyUnit struct {
 	Type string   `json:"type"`
 	Refs []string `json:"refs"`
-}
-
-// ClassifyType reads the turn type ("new_ask", "feedback", "no_feedback")
-// from a classify unit's output.
-func ClassifyType(output []byte) (string, error) {
-	var u classifyUnit
-	if err := json.Unmarshal(output, &u); err != nil {
-		return "", fmt.Errorf("decoding classify unit: %w", err)
-	}
-	return u.Type, nil
 }

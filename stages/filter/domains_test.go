@@ -211,13 +211,12 @@ func FuzzClassify(f *testing.F) {
 	})
 }
 
-// wildchatSample reads the real WildChat records kept in the shared data
-// folder, or skips when it is absent.
+// wildchatSample reads the real WildChat records in fixtures/wildchat.
 func wildchatSample(tb testing.TB) []*conv.Conversation {
 	tb.Helper()
-	f, err := os.Open("../../../shared/data/wildchat/wildchat-1m-sample10.jsonl")
+	f, err := os.Open("../../fixtures/wildchat/wildchat-1m-sample10.jsonl")
 	if err != nil {
-		tb.Skipf("WildChat sample not available: %v", err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	var out []*conv.Conversation

@@ -64,24 +64,6 @@ func Decode(b []byte) (Label, error) {
 	return l, nil
 }
 
-// Field describes one exported column.
-type Field struct {
-	Name, Type, Doc string
-}
-
-// Fields describes the columns of an export of pollution units beside
-// conversation_id, turn (t of the assistant turn a_t) and variant.
-func Fields() []Field {
-	return []Field{
-		{"present", "bool", "the reply carries over something wrong from the assistant's earlier replies"},
-		{"category", "string", strings.Join(Categories(), " | ") + ` | "" when absent`},
-		{"sources", "list<string>", `earlier assistant replies the carried-over material comes from: "1a" = a_{t-1}, "2a" = a_{t-2}`},
-		{"confidence", "float64", "the annotator's confidence, 0..1"},
-		{"justification", "string", "one or two sentences"},
-		{"annotator", "string", `"llm:<model>"`},
-	}
-}
-
 //go:embed prompts/pollution.tmpl
 var promptText []byte
 

@@ -1,4 +1,4 @@
-package decompress
+package compress
 
 import (
 	"bufio"
@@ -106,15 +106,39 @@ func Wrap(r io.Reader) (io.ReadCloser, error) {
 	return io.NopCloser(br), nil
 }
 
-// Strip removes a trailing .zst, .zstd or .gz from name, so callers can look
-// at the inner extension: "chats.jsonl.zst" gives "chats.jsonl".
-func Strip(name string) string {
+// extensions maps each compression suffix a file name may carry to its
+// compression. Readers use it to see past the suffix to the format's own
+// extension; writers use it to choose what to compress with.
+var extensions = []struct {
+	ext  string
+	kind Kind
+}{
+	{".zst", Zstd},
+	{".zstd", Zstd},
+	{".gz", Gzip},
+	{".gzip", Gzip},
+}
+
+// FromName returns the compression that name's last extension asks for
+// (any case), None when it has no compression suffix.
+func FromName(name string) Kind {
 	ext := strings.ToLower(filepath.Ext(name))
-	switch ext {
-	case ".zst", ".zstd", ".gz", ".gzip":
-		return name[:len(name)-len(ext)]
+	for _, e := range extensions {
+		if e.ext == ext {
+			return e.kind
+		}
 	}
-	return name
+	return None
+}
+
+// Strip removes a trailing compression suffix (.zst, .zstd, .gz, .gzip)
+// from name, so callers can look at the inner extension: "chats.jsonl.zst"
+// gives "chats.jsonl".
+func Strip(name string) string {
+	if FromName(name) == None {
+		return name
+	}
+	return name[:len(name)-len(filepath.Ext(name))]
 }
 
 // InnerExt returns the lower-case extension of name once compression
@@ -122,6 +146,29 @@ func Strip(name string) string {
 func InnerExt(name string) string {
 	return strings.ToLower(filepath.Ext(Strip(name)))
 }
+
+// NewWriter returns a writer that compresses into w with k; for None it
+// writes through. Closing it ends the compressed stream but does not close
+// w. Bzip2 and XZ cannot be written.
+func NewWriter(w io.Writer, k Kind) (io.WriteCloser, error) {
+	switch k {
+	case None:
+		return nopWriteCloser{w}, nil
+	case Zstd:
+		z, err := zstd.NewWriter(w)
+		if err != nil {
+			return nil, fmt.Errorf("starting zstd encoder: %w", err)
+		}
+		return z, nil
+	case Gzip:
+		return gzip.NewWriter(w), nil
+	}
+	return nil, fmt.Errorf("%w: %s cannot be written", ErrUnsupported, k)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 type zstdReader struct {
 	dec *zstd.Decoder

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ac3/ac3/pipeline/llm/llmtest"
+)
+
+func TestManualDocumentsExitStatuses(t *testing.T) {
+	out := mustRun(t, "--help")
+	for _, want := range []string{"Exit status:", "0  done", "2  done, but some units failed", "3  stopped before the end"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+func TestFailedUnitsExitTwoWithAClosingLine(t *testing.T) {
+	db := ingestedRun(t)
+	srv := llmtest.New(t, llmtest.Options{Default: llmtest.Reply{Content: "no idea"}})
+	vars := map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}
+	out, _, err := annotateEnvRun(t, vars, "annotate", "--db", db, "--stages", "classify", "--annotator", "llm")
+	if code := exitCode(err); code != exitFailed {
+		t.Fatalf("exit status %d (%v), want %d\n%s", code, err, exitFailed, out)
+	}
+	last := lines(out)[len(lines(out))-1]
+	for _, want := range []string{"10 tasks have failed units", "classify 10", "ac3 retry --db " + db + " --stage classify"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the closing line %q lacks %q", last, want)
+		}
+	}
+}
+
+func TestIngestOfAMissingFileLeavesNoRunFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "run.db")
+	out, errs, err := runApp(t, "ingest", "--db", db, filepath.Join(dir, "missing.jsonl"))
+	if err == nil || exitCode(err) != exitError {
+		t.Fatalf("err = %v (status %d)", err, exitCode(err))
+	}
+	if strings.Count(err.Error(), "missing.jsonl") != 1 {
+		t.Errorf("the error names the file %d times: %v", strings.Count(err.Error(), "missing.jsonl"), err)
+	}
+	if out != "" || errs != "" {
+		t.Errorf("output before the error:\nstdout %q\nstderr %q", out, errs)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run file exists: %v", err)
+	}
+}
+
+func TestFilterErrorsNameTheFlags(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "run.db")
+	_, _, err := runApp(t, "ingest", "--db", db, "--min-turns", "5", "--max-turns", "3", repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl"))
+	if err == nil || !strings.Contains(err.Error(), "--min-turns") || !strings.Contains(err.Error(), "--max-turns") || strings.Contains(err.Error(), "UserTurns") {
+		t.Errorf("err = %v", err)
+	}
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte("run: {db: "+db+"}\ninput: {files: [x.jsonl], filter: {user_turns: {min: -1}}}\n"), 0o644)
+	if _, _, err := runApp(t, "run", "--config", cfg); err == nil || !strings.Contains(err.Error(), "input.filter.user_turns.min") {
+		t.Errorf("config: err = %v", err)
+	}
+}
+
+func TestSFTExportSaysWhatItLeftOut(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "run.db")
+	mustRun(t, "ingest", "--db", db, filepath.Join("testdata", "open-ended.jsonl"))
+	mustRun(t, "curate", "--db", db, "--strategies", "fc")
+	out := mustRun(t, "export", "--db", db, "--what", "curated", "--format", "sft", "--out", filepath.Join(dir, "sft.jsonl"))
+	// Turns 2 of both conversations have a reply; turn 3 of open-end has none.
+	if !strings.Contains(out, "wrote 2 curated rows") || !strings.Contains(out, "left out 1 curated rows: no reply in the dataset") {
+		t.Errorf("export output:\n%s", out)
+	}
+}
+
+func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/ac3/ac3/pipeline/run"
+)
+
+func respondCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "respond",
+		Usage: "generate the next assistant turn from each curated context",
+		Description: `For every curated context (conversation, turn, strategy) the respondent role
+writes the next assistant turn, seeing exactly the curated messages. --samples N
+draws N answers per context (each cached on its own). Reasoning traces are kept
+apart from the answer. Several respondents (roles bound to different models)
+can run at once: their variants are named strategy@role.
+
+A rejected request or an answer that stays empty fails its unit (error and raw
+answer kept; 'ac3 retry' re-queues it). Run it again after a stop: it continues.
+
+Examples:
+   ac3 respond --db run.db --config run.yaml --strategies fc,ao
+   ac3 respond --db run.db --strategies fc,ao --samples 3 --budget-usd 20
+   ac3 respond --db run.db --config run.yaml --dry-run`,
+		Flags: append(llmFlags(), dbFlag,
+			&cli.StringSliceFlag{Name: "strategies", Usage: "curated strategies to answer (default: stages.respond, else every curated strategy)"},
+			&cli.StringSliceFlag{Name: "respondents", Usage: "roles that answer (default: respondent)"},
+			&cli.IntFlag{Name: "samples", Usage: "answers per context (default: the role's samples, else 1)"},
+			&cli.IntFlag{Name: "parallel", Value: 4, Usage: "calls in flight per conversation"},
+			&cli.IntFlag{Name: "workers", Value: 2, Usage: "conversations in parallel"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and the estimated cost, call nothing"},
+		),
+		Action: func(c *cli.Context) error {
+			cfg, m, err := modelFlags(c, e)
+			if err != nil {
+				return err
+			}
+			a := run.Respond{Strategies: splitList(c.StringSlice("strategies")), Respondents: splitList(c.StringSlice("respondents")),
+				Samples: c.Int("samples"), Parallel: c.Int("parallel"), Workers: c.Int("workers")}
+			if a, err = cfg.WithRespond(a); err != nil {
+				return err
+			}
+			return stageCommand(c, e, run.Plan{DB: c.String("db"), Model: m, Respond: &a})
+		},
+	}
+}

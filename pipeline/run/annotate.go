@@ -1,0 +1,125 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/stages/classify"
+	"github.com/ac3/ac3/stages/constraints"
+	"github.com/ac3/ac3/stages/pollution"
+)
+
+// NeedsModel reports whether a stage of a needs a model.
+func (a Annotate) NeedsModel() bool {
+	return a.Classify == LLM || a.Constraints == LLM || a.Pollution
+}
+
+// Empty reports whether a runs no stage.
+func (a Annotate) Empty() bool { return a.Classify == "" && a.Constraints == "" && !a.Pollution }
+
+// Describe names the stages and their annotators, e.g.
+// "classify+refs:llm, constraints:heuristic".
+func (a Annotate) Describe() string {
+	var parts []string
+	if a.Classify != "" {
+		parts = append(parts, "classify+refs:"+a.Classify)
+	}
+	if a.Constraints != "" {
+		parts = append(parts, "constraints:"+a.Constraints)
+	}
+	if a.Pollution {
+		parts = append(parts, "pollution:llm")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// annotateStage is one planned annotation stage: its display name and how
+// to build it.
+type annotateStage struct {
+	label string
+	model bool
+	build func(client *llm.Client) (pipeline.Stage, error)
+}
+
+func (a Annotate) stages() []annotateStage {
+	var out []annotateStage
+	if a.Classify != "" {
+		ann := a.Classify
+		out = append(out, annotateStage{label: "classify (" + ann + ")", model: ann == LLM, build: func(cl *llm.Client) (pipeline.Stage, error) {
+			o := classify.Options{Heuristic: ann == Heuristic}
+			if ann == LLM {
+				o.LLM = &classify.LLM{Client: cl}
+			}
+			return classify.NewStage(o)
+		}})
+	}
+	if a.Constraints != "" {
+		ann := a.Constraints
+		out = append(out, annotateStage{label: "constraints (" + ann + ")", model: ann == LLM, build: func(cl *llm.Client) (pipeline.Stage, error) {
+			o := constraints.Options{Heuristic: ann == Heuristic}
+			if ann == LLM {
+				o.LLM = &constraints.LLM{Client: cl}
+			}
+			return constraints.NewStage(o)
+		}})
+	}
+	if a.Pollution {
+		out = append(out, annotateStage{label: "pollution (llm)", model: true, build: func(cl *llm.Client) (pipeline.Stage, error) {
+			return pollution.NewStage(&pollution.LLM{Client: cl})
+		}})
+	}
+	return out
+}
+
+// annotate runs the annotation stages in order. Stages that need a model
+// are skipped with one line when no endpoint is configured.
+func (r *runner) annotate(ctx context.Context) (bool, error) {
+	a := r.plan.Annotate
+	if a == nil || a.Empty() {
+		return true, nil
+	}
+	r.heading("annotate (%s)", a.Describe())
+	var client *llm.Client
+	var noModel error
+	if a.NeedsModel() {
+		cl, err := r.plan.Model.client(ctx, r.l, nil, r.opts.Progress)
+		switch {
+		case errors.Is(err, ErrNoEndpoint):
+			noModel = err
+		case err != nil:
+			return false, err
+		default:
+			client = cl
+		}
+	}
+	var skipped []string
+	for _, p := range a.stages() {
+		if p.model && client == nil {
+			skipped = append(skipped, p.label)
+			r.res.Stages = append(r.res.Stages, StageResult{Stage: strings.Fields(p.label)[0], Label: p.label, Skipped: noModel.Error()})
+		}
+	}
+	if len(skipped) > 0 {
+		r.logf("%s: skipped, %v\n", strings.Join(skipped, ", "), noModel)
+	}
+	for _, p := range a.stages() {
+		if p.model && client == nil {
+			continue
+		}
+		st, err := p.build(client)
+		if err != nil {
+			return false, err
+		}
+		res, err := r.runStage(ctx, stageRun{label: p.label, stage: st, workers: a.Workers, perConversation: true})
+		if err != nil {
+			return false, err
+		}
+		if !r.addStage(res) {
+			return false, nil
+		}
+	}
+	return true, nil
+}

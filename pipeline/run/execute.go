@@ -1,0 +1,173 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
+)
+
+// Options are how a run reports and is stopped; none changes what it does.
+type Options struct {
+	// Stop, when closed (the first Ctrl-C), stops taking new work: work in
+	// flight finishes and is recorded, and Execute returns with
+	// Result.Stopped set.
+	Stop <-chan struct{}
+	// Log receives one line per decision and outcome (what was skipped and
+	// why, what each stage did). Nil discards them.
+	Log io.Writer
+	// Progress receives the live progress meters and endpoint alarms. Nil
+	// discards them.
+	Progress io.Writer
+	// Headings puts a "== step" line before each step, as `ac3 run` shows.
+	Headings bool
+}
+
+// Result is what a run did.
+type Result struct {
+	Stages []StageResult
+	// Stopped: the run stopped before the end (a Ctrl-C, the budget); run
+	// the same plan again to continue. StopReason is the budget error when
+	// the budget stopped it.
+	Stopped    bool
+	StopReason error
+	Reports    []string // report files written
+	Exports    []Exported
+}
+
+// Exported is one export file written.
+type Exported struct {
+	What, Out string
+	Rows      int64
+	// Skipped counts rows left out, by reason (an SFT export leaves out
+	// turns without a reply in the dataset).
+	Skipped map[string]int64
+}
+
+// FailedTasks returns the tasks that failed in this run, by stage, in the
+// order the stages ran.
+func (r Result) FailedTasks() []StageResult {
+	var out []StageResult
+	for _, s := range r.Stages {
+		if s.Failed > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// runner is one Execute call.
+type runner struct {
+	plan Plan
+	opts Options
+	l    *ledger.Ledger
+	res  Result
+}
+
+// Execute runs plan: ingest, annotate, curate, respond, judge, report,
+// exports, in that order, each step only if the plan has it. Every step
+// resumes where an earlier run stopped and does nothing when its work is
+// all recorded, so Execute can be called again after any interruption.
+//
+// It returns when every step is done, or early (Result.Stopped) when Stop
+// is closed or the budget is reached; stages record their failed units and
+// go on (Result.FailedTasks). Errors are what stops a run for good: a bad
+// plan, an unreadable input, a damaged run file, a fatal endpoint error
+// (errors.Is llm.ErrFatal), cancellation of ctx. Input files are checked
+// before the run file is opened, so a missing input leaves no run behind.
+func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
+	r := &runner{plan: plan, opts: opts}
+	if err := plan.check(); err != nil {
+		return r.res, err
+	}
+	var err error
+	r.l, err = ledger.Open(ctx, plan.DB, ledger.Options{ReadOnly: !plan.writes()})
+	if err != nil {
+		return r.res, err
+	}
+	defer r.l.Close()
+	for _, step := range []func(context.Context) (bool, error){r.ingest, r.annotate, r.curate, r.respond, r.judge, r.report, r.exports} {
+		done, err := step(ctx)
+		if err != nil {
+			return r.res, err
+		}
+		if !done {
+			r.res.Stopped = true
+			return r.res, nil
+		}
+	}
+	return r.res, nil
+}
+
+// check refuses a plan that cannot run before anything is touched.
+func (p Plan) check() error {
+	if p.DB == "" {
+		return errors.New("no run file: pass --db RUN.db")
+	}
+	if in := p.Ingest; in != nil {
+		if len(in.Files) == 0 {
+			return errors.New("no input files: pass one or more FILEs")
+		}
+		if _, err := in.Filter.keep(); err != nil {
+			return err
+		}
+		for _, f := range in.Files {
+			if _, err := os.Stat(f); err != nil {
+				return fmt.Errorf("reading input: %w", err)
+			}
+		}
+	}
+	if c := p.Curate; c != nil {
+		if len(c.Strategies) == 0 {
+			return errors.New("curate: list at least one strategy")
+		}
+		if err := c.AC3.check(); err != nil {
+			return err
+		}
+	}
+	if p.Judge != nil && len(p.Judge.Pairs) == 0 {
+		return errors.New("no pairs: pass --pairs A:B,... or give a config with stages.judge.pairs")
+	}
+	for _, x := range p.Exports {
+		if _, err := ExportFormat(x.What, x.Format); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopped reports whether the run was asked to stop.
+func (r *runner) stopped() bool {
+	select {
+	case <-r.opts.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *runner) heading(format string, args ...any) {
+	if r.opts.Headings {
+		r.logf("== "+format+"\n", args...)
+	}
+}
+
+// addStage records a stage's result and reports whether the run goes on.
+func (r *runner) addStage(s StageResult) bool {
+	r.res.Stages = append(r.res.Stages, s)
+	if s.StopReason != nil {
+		r.res.StopReason = s.StopReason
+	}
+	return !s.Stopped
+}
+
+// IsStop reports whether err stopped a run that can be resumed as it is:
+// a fatal endpoint error (a key, a model or a quota to fix first) or a
+// cancelled context.
+func IsStop(err error) bool {
+	return errors.Is(err, llm.ErrFatal) || errors.Is(err, context.Canceled)
+}

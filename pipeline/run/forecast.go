@@ -1,0 +1,431 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/tokens"
+)
+
+// Forecast is a dry run's prediction of what a plan would do: per stage,
+// the tasks still to do and the model calls, tokens and dollars they would
+// take. It is computed without calling a model or changing anything.
+type Forecast struct {
+	DB        string          `json:"run"`
+	RunExists bool            `json:"run_exists"`
+	Inputs    []InputForecast `json:"inputs,omitempty"`
+	// Conversations counts the conversations the forecast went through: the
+	// run's, and those of input files not ingested yet, read through the
+	// plan's filters.
+	Conversations int64           `json:"conversations"`
+	Stages        []StageForecast `json:"stages"`
+	Exports       []Export        `json:"exports,omitempty"`
+	TotalCalls    int64           `json:"total_calls"`
+	TotalCostUSD  float64         `json:"total_cost_usd"`
+	// Notes say what the forecast assumed and what the run will skip.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// InputForecast is one input file of the plan.
+type InputForecast struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+	State string `json:"state"` // new, partly read, already ingested, missing
+}
+
+// StageForecast is one stage of the plan.
+type StageForecast struct {
+	Stage string `json:"stage"`
+	Label string `json:"label"`
+	// Skipped says why the run would not run the stage ("" when it would).
+	Skipped      string `json:"skipped,omitempty"`
+	PendingTasks int64  `json:"pending_tasks"` // conversation × variant
+	DoneTasks    int64  `json:"done_tasks"`    // recorded by earlier runs (done or failed)
+	Calls        int64  `json:"calls"`
+	InputTokens  int64  `json:"input_tokens"`
+	OutputTokens int64  `json:"output_tokens"`
+	// OutputTokensPerCall is the answer length assumed per call: the
+	// stage's expectation, capped at the role's max_tokens.
+	OutputTokensPerCall int64    `json:"output_tokens_per_call"`
+	CostUSD             float64  `json:"cost_usd"`
+	Roles               []string `json:"roles,omitempty"`
+	// Unpriced: a role's model has no price, so the cost counts it as free.
+	Unpriced bool `json:"unpriced,omitempty"`
+
+	stage pipeline.Stage
+	lv    []ledger.Variant
+}
+
+// emptyUnits is the unit store of a run that does not exist yet.
+type emptyUnits struct{}
+
+func (emptyUnits) ConversationUnits(context.Context, string, string, int) ([]ledger.Unit, error) {
+	return nil, nil
+}
+
+// forecaster is one Estimate call.
+type forecaster struct {
+	plan    Plan
+	l       *ledger.Ledger // nil when the run does not exist yet
+	client  *llm.Client    // for prices; nil without an endpoint
+	noModel error
+	counter *tokens.Counter
+	notes   bytes.Buffer
+	fc      Forecast
+	ac3     bool // the curate stage runs a model-backed strategy
+}
+
+// Estimate forecasts plan without running it: it builds every stage as the
+// run would (with the same skips: no endpoint, no upstream stage), then
+// goes through the conversations one at a time — the run's, and those of
+// input files not ingested yet, read through the same filters, never all
+// held at once — and asks each stage (pipeline.Estimator) what it would
+// call for the tasks not yet recorded. Requests the run would send once
+// (identical contexts, identical answers) are counted once.
+func Estimate(ctx context.Context, plan Plan) (Forecast, error) {
+	e := &forecaster{plan: plan}
+	e.fc.DB = plan.DB
+	if _, err := os.Stat(plan.DB); err == nil {
+		l, err := ledger.Open(ctx, plan.DB, ledger.Options{ReadOnly: true})
+		if err != nil {
+			return e.fc, err
+		}
+		defer l.Close()
+		e.l, e.fc.RunExists = l, true
+	}
+	enc := ""
+	if plan.Curate != nil {
+		enc = plan.Curate.Encoding
+	}
+	var err error
+	if e.counter, err = (&Curate{Encoding: enc}).counter(); err != nil {
+		return e.fc, err
+	}
+	e.client, err = plan.Model.client(ctx, nil, e.counter, nil)
+	if errors.Is(err, ErrNoEndpoint) {
+		e.noModel, err = err, nil
+	}
+	if err != nil {
+		return e.fc, err
+	}
+	if err := e.build(ctx); err != nil {
+		return e.fc, err
+	}
+	if err := e.walk(ctx); err != nil {
+		return e.fc, err
+	}
+	e.finish()
+	return e.fc, nil
+}
+
+// build builds the plan's stages in run order. Each stage sees the plans
+// the stages before it will have recorded by the time it runs.
+func (e *forecaster) build(ctx context.Context) error {
+	plans := map[string][]ledger.Variant{}
+	if e.l != nil {
+		var err error
+		if plans, err = e.l.Plans(ctx); err != nil {
+			return err
+		}
+	}
+	add := func(label string, st pipeline.Stage, skipped string) {
+		sf := StageForecast{Label: label, Skipped: skipped, stage: st}
+		if st != nil {
+			sf.Stage = st.Name()
+			sf.lv = toLedger(st.Variants())
+			plans[st.Name()] = sf.lv
+		} else {
+			sf.Stage = strings.Fields(label)[0]
+		}
+		e.fc.Stages = append(e.fc.Stages, sf)
+	}
+	failed := func(err error) string { return "the run would stop here: " + err.Error() }
+	if a := e.plan.Annotate; a != nil {
+		for _, p := range a.stages() {
+			if p.model && e.client == nil {
+				add(p.label, nil, e.noModel.Error())
+				continue
+			}
+			st, err := p.build(e.client)
+			if err != nil {
+				return err
+			}
+			add(p.label, st, "")
+		}
+	}
+	var units interface {
+		ConversationUnits(ctx context.Context, stage, convID string, turn int) ([]ledger.Unit, error)
+	} = emptyUnits{}
+	if e.l != nil {
+		units = e.l
+	}
+	if c := e.plan.Curate; c != nil {
+		b, err := c.build(ctx, curateEnv{l: e.l, units: units, plans: plans, log: &e.notes, client: e.client, noModel: e.noModel})
+		switch {
+		case err != nil:
+			add("curate", nil, failed(err))
+		case b.stage == nil:
+			add("curate", nil, "no strategy left to run")
+		default:
+			add("curate", b.stage, "")
+			e.ac3 = b.model
+			if b.online != nil {
+				fmt.Fprintf(&e.notes, "curate: online memory %s: conversations are curated one at a time in ingest order; every turn from %d is analyzed, plus one reflection and one unify call per conversation\n", b.online.Chain().ID, b.online.Chain().From)
+			}
+		}
+	}
+	if a := e.plan.Respond; a != nil {
+		if e.client == nil {
+			add("respond", nil, e.noModel.Error())
+		} else if st, err := a.build(e.client, units, plans, e.plan.Model); err != nil {
+			add("respond", nil, failed(err))
+		} else {
+			add("respond", st, "")
+		}
+	}
+	if a := e.plan.Judge; a != nil {
+		if e.client == nil {
+			add("judge", nil, e.noModel.Error())
+		} else if st, err := a.build(e.client, units, plans, e.plan.Model, e.plan.Seed); err != nil {
+			add("judge", nil, failed(err))
+		} else {
+			add("judge", st, "")
+		}
+	}
+	e.fc.Exports = e.plan.Exports
+	return nil
+}
+
+// walk goes through the run's conversations, then those of the input
+// files not ingested yet.
+func (e *forecaster) walk(ctx context.Context) error {
+	if e.l != nil {
+		err := e.l.EachPage(ctx, 512, func(page []ledger.Stored, after, upto int64) error {
+			recorded := make([]map[ledger.TaskID]string, len(e.fc.Stages))
+			for i, sf := range e.fc.Stages {
+				if sf.stage == nil {
+					continue
+				}
+				var err error
+				if recorded[i], err = e.l.TaskStates(ctx, sf.Stage, sf.lv, after, upto); err != nil {
+					return err
+				}
+			}
+			for _, s := range page {
+				if err := e.conversation(ctx, s.Seq, s.Conv, recorded); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if e.plan.Ingest == nil {
+		return nil
+	}
+	return e.inputs(ctx)
+}
+
+// conversation asks every stage about one conversation. recorded holds,
+// per stage, the tasks earlier runs recorded (nil: none).
+func (e *forecaster) conversation(ctx context.Context, seq int64, c *conv.Conversation, recorded []map[ledger.TaskID]string) error {
+	e.fc.Conversations++
+	f := pipeline.NewForecast(ratioCounter(e.counter, c))
+	sent := map[string]bool{}
+	for i := range e.fc.Stages {
+		sf := &e.fc.Stages[i]
+		if sf.stage == nil {
+			continue
+		}
+		t := pipeline.Task{Seq: seq, Conv: c}
+		for _, v := range sf.lv {
+			if _, ok := recorded[i][ledger.TaskID{Stage: sf.Stage, Variant: v.Name, Version: v.Version, ConvSeq: seq}]; ok {
+				sf.DoneTasks++
+				continue
+			}
+			sf.PendingTasks++
+			t.Variants = append(t.Variants, pipeline.Variant(v))
+		}
+		est, ok := sf.stage.(pipeline.Estimator)
+		if !ok || len(t.Variants) == 0 {
+			continue
+		}
+		calls, err := est.Estimate(ctx, t, f)
+		if err != nil {
+			return fmt.Errorf("estimating %s for %s: %w", sf.Stage, c.ID, err)
+		}
+		for _, call := range calls {
+			if sent[call.Key] {
+				continue // the same request: the run sends it once
+			}
+			sent[call.Key] = true
+			out := call.CompletionTokens
+			if m := e.plan.Model.maxTokens(call.Role); m > 0 {
+				out = min(out, m)
+			}
+			sf.Calls++
+			sf.InputTokens += int64(call.PromptTokens)
+			sf.OutputTokens += int64(out)
+			if !contains(sf.Roles, call.Role) {
+				sf.Roles = append(sf.Roles, call.Role)
+			}
+			usd, err := e.client.EstimateCost(call.Role, call.PromptTokens, out)
+			if err != nil {
+				return err
+			}
+			if usd == 0 && call.PromptTokens > 0 {
+				sf.Unpriced = true
+			}
+			sf.CostUSD += usd
+		}
+	}
+	return nil
+}
+
+// inputs reads the input files the run has not finished ingesting, through
+// the plan's filters and deduplication.
+func (e *forecaster) inputs(ctx context.Context) error {
+	in := e.plan.Ingest
+	keep, err := in.Filter.keep()
+	if err != nil {
+		return err
+	}
+	open := opener(in.Format, in.MaxLineBytes)
+	seen := newSeenSet()
+	none := make([]map[ledger.TaskID]string, len(e.fc.Stages))
+	for _, path := range in.Files {
+		fi := InputForecast{Path: path, State: "new"}
+		st, err := os.Stat(path)
+		if err != nil {
+			fi.State = "missing"
+			e.fc.Inputs = append(e.fc.Inputs, fi)
+			continue
+		}
+		fi.Bytes = st.Size()
+		var skip int64
+		if e.l != nil {
+			abs, _ := filepath.Abs(path)
+			if got, ok, err := e.l.Input(ctx, abs); err != nil {
+				return err
+			} else if ok {
+				fi.State, skip = fmt.Sprintf("partly read (%d records)", got.RecordsDone), got.RecordsDone
+				if got.Finished {
+					fi.State = "already ingested"
+				}
+			}
+		}
+		e.fc.Inputs = append(e.fc.Inputs, fi)
+		if fi.State == "already ingested" {
+			continue
+		}
+		rd, _, err := open(ctx, path)
+		if err != nil {
+			return fmt.Errorf("reading %s for the estimate: %w", path, err)
+		}
+		for n := int64(0); ; n++ {
+			rec, err := rd.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				rd.Close()
+				return fmt.Errorf("reading %s for the estimate: %w", path, err)
+			}
+			if n < skip || rec.Conv == nil {
+				continue
+			}
+			if ok, _ := keep(rec.Conv); !ok {
+				continue
+			}
+			if in.Filter.Dedupe && !seen.add(rec.Conv.ContentHash()) {
+				continue
+			}
+			if err := e.conversation(ctx, 0, rec.Conv, none); err != nil {
+				rd.Close()
+				return err
+			}
+		}
+		rd.Close()
+	}
+	return nil
+}
+
+// finish totals the stages and writes the notes.
+func (e *forecaster) finish() {
+	for _, line := range strings.Split(strings.TrimSpace(e.notes.String()), "\n") {
+		if line != "" {
+			e.fc.Notes = append(e.fc.Notes, line)
+		}
+	}
+	for i := range e.fc.Stages {
+		sf := &e.fc.Stages[i]
+		if sf.Calls > 0 {
+			sf.OutputTokensPerCall = sf.OutputTokens / sf.Calls
+		}
+		e.fc.TotalCalls += sf.Calls
+		e.fc.TotalCostUSD += sf.CostUSD
+		if sf.Unpriced {
+			e.note("%s: a model of role %s has no price (set models.<name>.price); its calls are counted as free", sf.Label, strings.Join(sf.Roles, ", "))
+		}
+	}
+	if e.ac3 {
+		e.note("AC3 operators are counted as analyzing every turn past their floor (the reset cap is not known in advance), and their contexts there as distinct from every other strategy's: an upper bound")
+	}
+	e.note("answers already in the run's cache would cost nothing; prices are those of the config")
+	if e.plan.Ingest != nil && e.plan.Ingest.Filter.Dedupe {
+		e.note("duplicates among input files not yet ingested are found with a fixed-size filter; duplicates of conversations already in the run are not")
+	}
+}
+
+func (e *forecaster) note(format string, args ...any) {
+	e.fc.Notes = append(e.fc.Notes, fmt.Sprintf(format, args...))
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ratioCounter returns a token counter for the prompts of one
+// conversation: a sample of the conversation's own text (its first
+// sampleBytes) is tokenized, and any text is then counted at that
+// tokens-per-byte. A prompt holds the history before its turn, so counting
+// prompts exactly would tokenize the history once per turn and prompt; a
+// dry run over a million conversations cannot afford that, and the ratio
+// keeps the estimate within a few percent.
+func ratioCounter(counter *tokens.Counter, c *conv.Conversation) func(string) int {
+	const sampleBytes = 4096
+	toks, size := 0, 0
+	for i := -1; i < len(c.Messages) && size < sampleBytes; i++ {
+		text := c.System
+		if i >= 0 {
+			text = c.Messages[i].Content
+		}
+		if len(text) > sampleBytes-size {
+			text = text[:sampleBytes-size]
+		}
+		toks += counter.Count(text)
+		size += len(text)
+	}
+	ratio := 0.25 // about four bytes a token, for a conversation with no text
+	if size > 0 && toks > 0 {
+		ratio = float64(toks) / float64(size)
+	}
+	return func(s string) int { return int(float64(len(s))*ratio + 0.5) }
+}

@@ -1,0 +1,150 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/ac3/ac3/io/arrowipc"
+	"github.com/ac3/ac3/io/detect"
+	"github.com/ac3/ac3/io/parquetio"
+	"github.com/ac3/ac3/io/record"
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/ingest"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/progress"
+	"github.com/ac3/ac3/stages/filter"
+)
+
+// keep is the filter as ingest applies it.
+func (f Filter) keep() (ingest.Keep, error) {
+	flt, err := filter.New(f.Options())
+	if err != nil {
+		return nil, err
+	}
+	return func(c *conv.Conversation) (bool, string) {
+		ok, r := flt.Check(c)
+		return ok, string(r)
+	}, nil
+}
+
+// opener opens input files of format ("auto" sniffs each), with the
+// Parquet and Arrow readers; lines longer than maxLine are quarantined.
+func opener(format string, maxLine int) ingest.Opener {
+	return func(ctx context.Context, path string) (record.Reader, string, error) {
+		return detect.Open(ctx, path, detect.Options{
+			Format:       format,
+			MaxLineBytes: maxLine,
+			OpenParquet:  parquetio.OpenReader,
+			OpenArrow:    arrowipc.OpenReader,
+		})
+	}
+}
+
+func (r *runner) ingest(ctx context.Context) (bool, error) {
+	in := r.plan.Ingest
+	if in == nil {
+		return true, nil
+	}
+	r.heading("ingest (%d files)", len(in.Files))
+	keep, err := in.Filter.keep()
+	if err != nil {
+		return false, err
+	}
+	m := progress.Start(r.progress(), "ingest", "records", 0)
+	sum, err := ingest.Run(ctx, r.l, in.Files, ingest.Options{
+		Open: opener(in.Format, in.MaxLineBytes), Keep: keep, Dedupe: in.Filter.Dedupe,
+		Settings: in.Filter.Canonical(), Stop: r.opts.Stop,
+		OnBatch: func(_ string, n int64, _ ledger.IngestResult, _ int) { m.Add(n, 0) },
+	})
+	m.Stop()
+	r.logIngest(sum)
+	if err != nil {
+		return false, err
+	}
+	return !sum.Stopped && !r.stopped(), nil
+}
+
+func (r *runner) logIngest(sum ingest.Summary) {
+	var kept, bad, dropped int64
+	drops := map[string]int64{}
+	for _, f := range sum.Files {
+		switch {
+		case f.Skipped:
+			r.logf("%s: already ingested, skipped\n", f.Path)
+			continue
+		case f.Resumed > 0:
+			r.logf("%s (%s): resumed after record %d; ", f.Path, f.Format, f.Resumed)
+		default:
+			r.logf("%s (%s): ", f.Path, f.Format)
+		}
+		var d int64
+		for k, v := range f.Dropped {
+			drops[k] += v
+			d += v
+		}
+		r.logf("%d records, %d kept, %d dropped, %d quarantined\n", f.Records, f.Kept, d, f.Bad)
+		kept, bad, dropped = kept+f.Kept, bad+f.Bad, dropped+d
+	}
+	r.logf("kept %d conversations; dropped %d; quarantined %d\n", kept, dropped, bad)
+	if dropped > 0 && r.opts.Log != nil {
+		writeCounts(r.opts.Log, "dropped by reason", drops, dropped)
+	}
+	if bad > 0 {
+		r.logf("quarantined records: see 'ac3 status' or 'ac3 export --what quarantine'\n")
+	}
+	if sum.Stopped {
+		r.logf("stopped before the end; run the same command again to continue\n")
+	}
+}
+
+// writeCounts writes a title with a total, then each count by key.
+func writeCounts(w io.Writer, title string, m map[string]int64, total int64) {
+	fmt.Fprintf(w, "%s: %d\n", title, total)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %-28s %d\n", k, m[k])
+	}
+}
+
+// FilterError renames the option a filter error is about with names,
+// which maps the filter's option names (filter.FieldError.Field) to what
+// the user wrote: flags for the command line, keys for a config file.
+// Other errors are returned as they are.
+func FilterError(err error, names map[string]string) error {
+	var fe *filter.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	var msgs []string
+	for _, e := range unjoin(err) {
+		if errors.As(e, &fe) {
+			name := names[fe.Field]
+			if name == "" {
+				name = fe.Field
+			}
+			msg := fe.Msg
+			for field, n := range names {
+				msg = strings.ReplaceAll(msg, field, n)
+			}
+			msgs = append(msgs, name+": "+msg)
+			continue
+		}
+		msgs = append(msgs, e.Error())
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

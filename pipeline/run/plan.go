@@ -1,0 +1,184 @@
+package run
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"github.com/ac3/ac3/judge/report"
+	"github.com/ac3/ac3/pipeline/export"
+	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/stages/analyze"
+	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/filter"
+)
+
+// Plan is a whole run, or any part of it: what to read, which stages to run
+// with which settings, what to report and export. A nil section is a step
+// the plan leaves out. The command line builds a Plan from its config file
+// or flags; tests and shard workers build one directly.
+type Plan struct {
+	DB   string // the run file; created by the first step that writes
+	Seed int64  // the run seed (judge orders, report bootstrap)
+
+	Model Model // how to reach the models, for the steps that need one
+
+	Ingest   *Ingest
+	Annotate *Annotate
+	Curate   *Curate
+	Respond  *Respond
+	Judge    *Judge
+	Report   *Report
+	Exports  []Export
+}
+
+// writes reports whether the plan changes the run file (and so needs it
+// open for writing, creating it if missing).
+func (p Plan) writes() bool {
+	return p.Ingest != nil || p.Annotate != nil || p.Curate != nil || p.Respond != nil || p.Judge != nil
+}
+
+// Model says how to reach the models.
+type Model struct {
+	// Options are the endpoints and role bindings; nil when none is
+	// configured, in which case stages that need a model are skipped with
+	// one line saying so (see ErrNoEndpoint).
+	Options *llm.Options
+	// NoCache neither reads nor writes the run's answer cache.
+	NoCache bool
+	// BudgetUSD stops taking new work before spend would pass it; 0 means
+	// no cap.
+	BudgetUSD float64
+	// EnvModel is the model the environment names (OPENAI_MODEL) when it
+	// configures an endpoint; the unit versions of roles the Options do not
+	// bind name it.
+	EnvModel string
+}
+
+// Ingest reads input files into the run.
+type Ingest struct {
+	Files        []string
+	Format       string // auto, or a format name (see Formats)
+	MaxLineBytes int    // longer input lines are quarantined
+	Filter       Filter
+}
+
+// Filter is the ingest filters in the canonical form stored in the run: a
+// run keeps the filters it was started with, and this form is what is
+// compared. The field tags are that stored form and must not change.
+type Filter struct {
+	Languages       []string `json:"languages,omitempty"`
+	UnknownLanguage string   `json:"unknown_language,omitempty"`
+	MinUserTurns    int      `json:"min_user_turns,omitempty"`
+	MaxUserTurns    int      `json:"max_user_turns,omitempty"`
+	Domains         []string `json:"domains,omitempty"`
+	DropToxic       bool     `json:"drop_toxic,omitempty"`
+	DropRedacted    bool     `json:"drop_redacted,omitempty"`
+	Dedupe          bool     `json:"dedupe,omitempty"`
+	MaxMessageBytes int      `json:"max_message_bytes,omitempty"`
+}
+
+// Options are the filter package's options for f.
+func (f Filter) Options() filter.Options {
+	return filter.Options{
+		Languages: f.Languages, UnknownLanguage: f.UnknownLanguage,
+		MinUserTurns: f.MinUserTurns, MaxUserTurns: f.MaxUserTurns,
+		Domains: f.Domains, DropToxic: f.DropToxic, DropRedacted: f.DropRedacted,
+		MaxMessageBytes: f.MaxMessageBytes,
+	}
+}
+
+// Canonical is the stored form of f: lists sorted, JSON.
+func (f Filter) Canonical() string {
+	f.Languages = slices.Clone(f.Languages)
+	f.Domains = slices.Clone(f.Domains)
+	sort.Strings(f.Languages)
+	sort.Strings(f.Domains)
+	b, _ := json.Marshal(f)
+	return string(b)
+}
+
+// The annotators of classify and constraints.
+const (
+	Heuristic = "heuristic"
+	LLM       = "llm"
+)
+
+// Annotate runs the annotation stages in order classify → constraints →
+// pollution.
+type Annotate struct {
+	Classify    string // "" (not run), Heuristic or LLM; refs come with classify
+	Constraints string // "" (not run), Heuristic or LLM
+	Pollution   bool   // review the dataset's replies (model only)
+	Workers     int    // conversations annotated at once
+}
+
+// Curate builds the curated contexts.
+type Curate struct {
+	Strategies []string // strategy names, with +constraints overlays
+	FromTurn   int      // first user turn curated (curate.DefaultFrom when 0)
+	Encoding   string   // tokenizer encoding (tokens.DefaultEncoding when "")
+	Workers    int
+	AC3        AC3
+}
+
+// The regimes of the AC3 memory.
+const (
+	MemoryOff     = "off"
+	MemoryOffline = "offline" // the frozen cheatsheet LearnMemory stored
+	MemoryOnline  = "online"  // a cheatsheet updated after every conversation, in ingest order
+)
+
+// MemoryRegimes lists the memory regimes.
+func MemoryRegimes() []string { return []string{MemoryOff, MemoryOffline, MemoryOnline} }
+
+// AC3 holds the settings of the AC3 operators and the other model-backed
+// strategies.
+type AC3 struct {
+	Gates    map[string]curate.Gate // by operator; others keep curate.DefaultGate
+	Ablation analyze.Ablation
+	Adaptive curate.AdaptiveOptions
+	Memory   string // MemoryOff (also ""), MemoryOffline or MemoryOnline
+	// ConstraintsVariant and ClassifyVariant pick the upstream variant the
+	// +constraints overlay and adaptive read; "" prefers llm, then
+	// heuristic, from the stage's current plan.
+	ConstraintsVariant, ClassifyVariant string
+	Retries                             int // analyzer re-asks after a malformed answer
+}
+
+// Respond generates the next assistant turn from curated contexts.
+type Respond struct {
+	Strategies  []string // curate strategies to answer (default: every curated one)
+	Respondents []string // roles (default: respondent)
+	Samples     int      // answers per context (default 1)
+	Parallel    int      // calls in flight per conversation
+	Workers     int
+}
+
+// Judge compares the answers of two strategies.
+type Judge struct {
+	Pairs    []string // "A:B"
+	Order    string   // judge.OrderBoth (default) or judge.OrderRandom
+	Context  string   // judge context (judge.ContextFull by default)
+	Role     string   // judge role (judge.DefaultRole by default)
+	Parallel int
+	Workers  int
+}
+
+// Report writes the report files.
+type Report struct {
+	Out     string   // the folder
+	Formats []string // html, md, json (default all)
+	Options report.Options
+	// SeedFromRun takes the bootstrap seed from the seed the run's judge
+	// recorded instead of Options.Seed.
+	SeedFromRun bool
+}
+
+// Export writes one export file.
+type Export struct {
+	What        string                   `json:"what"`   // one of export.Kinds()
+	Format      string                   `json:"format"` // parquet, jsonl, sft
+	Out         string                   `json:"out"`
+	Preferences export.PreferenceOptions `json:"-"` // preferences and winners only
+}

@@ -1,0 +1,82 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/ac3/ac3/judge/report"
+	"github.com/ac3/ac3/pipeline/export"
+	"github.com/ac3/ac3/pipeline/ledger"
+)
+
+// ExportFormat checks that what is a kind of export that can be written in
+// format, and returns the format.
+func ExportFormat(what, format string) (export.Format, error) {
+	f, err := export.ParseFormat(format)
+	if err != nil {
+		return "", err
+	}
+	return f, export.CheckKind(what, f)
+}
+
+// runSeed is the seed the run's judge recorded (0 when none).
+func runSeed(ctx context.Context, l *ledger.Ledger) (uint64, error) {
+	v, ok, err := l.Meta(ctx, MetaSeed)
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("reading the run seed %q: %w", v, err)
+	}
+	return uint64(n), nil
+}
+
+func (r *runner) report(ctx context.Context) (bool, error) {
+	rp := r.plan.Report
+	if rp == nil {
+		return true, nil
+	}
+	r.heading("report (%s)", rp.Out)
+	opts := rp.Options
+	if rp.SeedFromRun {
+		var err error
+		if opts.Seed, err = runSeed(ctx, r.l); err != nil {
+			return false, err
+		}
+	}
+	rep, err := report.Build(ctx, r.l, opts)
+	if err != nil {
+		return false, fmt.Errorf("building report: %w", err)
+	}
+	paths, err := report.Write(rp.Out, rep, rp.Formats)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range paths {
+		r.logf("wrote %s\n", p)
+	}
+	r.res.Reports = append(r.res.Reports, paths...)
+	return true, nil
+}
+
+func (r *runner) exports(ctx context.Context) (bool, error) {
+	for _, x := range r.plan.Exports {
+		r.heading("export %s (%s)", x.What, x.Format)
+		f, err := ExportFormat(x.What, x.Format)
+		if err != nil {
+			return false, err
+		}
+		st, err := export.Write(ctx, r.l, x.What, f, x.Out, x.Preferences)
+		if err != nil {
+			return false, err
+		}
+		r.logf("wrote %d %s rows to %s\n", st.Rows, x.What, x.Out)
+		for why, n := range st.Skipped {
+			r.logf("left out %d %s rows: %s\n", n, x.What, why)
+		}
+		r.res.Exports = append(r.res.Exports, Exported{What: x.What, Out: x.Out, Rows: st.Rows, Skipped: st.Skipped})
+	}
+	return true, nil
+}

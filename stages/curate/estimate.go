@@ -1,0 +1,241 @@
+package curate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/analyze"
+)
+
+// Answer lengths the estimate expects of the analyzer's calls, and the size
+// of their prompts' fixed text. They are rough: what matters most for a
+// plan is the number of calls, which the estimate counts exactly where it
+// can and from above where it cannot.
+const (
+	specTokens      = 300 // step 1's answer: the consolidated request
+	evaluateTokens  = 400 // step 2's answer: aligned work and issues
+	rewriteTokens   = 400
+	summaryTokens   = 60
+	reflectTokens   = 400
+	unifyTokens     = 1500 * 4 / 3 // a full cheatsheet
+	templateTokens  = 400          // the instructions around a prompt's data
+	overlayTokens   = 60           // a registry block, when the turn has one
+	summaryOfReply  = 40           // a one-sentence summary in a sum context
+	analysisCallsAt = "analysis"
+)
+
+// turnForecast is what a strategy expects at one turn: its context when it
+// can be known without a call (known is then set), else its size.
+type turnForecast struct {
+	turn   int
+	known  []conv.Message
+	tokens int
+}
+
+// forecaster is implemented by strategies whose contexts need a model or
+// other stages' answers. The others are forecast by building their
+// contexts, which costs no call.
+type forecaster interface {
+	forecast(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call)
+}
+
+// Estimate implements pipeline.Estimator. Strategies that need no model
+// are curated for real (no call); the AC3 operators are counted as if every
+// turn past their floor were analyzed (the cap is not known in advance, so
+// this is an upper bound), and the contexts they would build past it are
+// counted at full-context size. Every variant's predicted context goes into
+// f, so respond can tell which strategies give the same context.
+func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
+	tc := NewTokenCache(t.Conv, s.counter)
+	fcs, err := FullContext{}.Contexts(ctx, t.Conv, s.from, tc)
+	if err != nil {
+		return nil, err
+	}
+	var calls []pipeline.Call
+	for _, v := range t.Variants {
+		st, ok := s.byName[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("estimating %s: no strategy %q", t.Conv.ID, v.Name)
+		}
+		var turns []turnForecast
+		if fo, ok := st.(forecaster); ok {
+			var cs []pipeline.Call
+			turns, cs = fo.forecast(ctx, t.Conv, s.from, tc, fcs, f)
+			calls = append(calls, cs...)
+		} else {
+			xs, err := st.Contexts(ctx, t.Conv, s.from, tc)
+			var te *TurnError
+			if err != nil && !errors.As(err, &te) {
+				return nil, fmt.Errorf("estimating %s with %s: %w", t.Conv.ID, v.Name, err)
+			}
+			turns = known(t.Conv, xs)
+		}
+		for _, tf := range turns {
+			p := pipeline.Predicted{Key: pipeline.KeyOf(StageName, v.Name, t.Conv.ID, strconv.Itoa(tf.turn)), Tokens: tf.tokens}
+			if tf.known != nil {
+				p.Key = pipeline.MessagesKey(tf.known)
+			}
+			f.Set(StageName, v.Name, tf.turn, p)
+		}
+	}
+	return calls, nil
+}
+
+// Estimate implements pipeline.Estimator: the curate stage's calls, plus,
+// for every conversation, the analysis of each turn from the chain's first
+// (shared with the operators) and one reflection and one unify call.
+func (s *OnlineStage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
+	calls, err := s.Stage.Estimate(ctx, t, f)
+	if err != nil {
+		return nil, err
+	}
+	tc := NewTokenCache(t.Conv, s.counter)
+	fcs, err := FullContext{}.Contexts(ctx, t.Conv, s.mem.from, tc)
+	if err != nil {
+		return nil, err
+	}
+	var sheet int
+	for _, x := range fcs {
+		calls = append(calls, analysisCalls(s.mem.an, "online:"+s.mem.chain.ID, t.Conv, x, f)...)
+		sheet += x.Tokens
+	}
+	if len(fcs) > 0 {
+		role := analyzerRole(s.mem.an)
+		calls = append(calls,
+			pipeline.Call{Role: role, Key: pipeline.KeyOf("reflect", s.mem.chain.ID, t.Conv.ID), PromptTokens: templateTokens + len(fcs)*(specTokens+evaluateTokens), CompletionTokens: reflectTokens},
+			pipeline.Call{Role: role, Key: pipeline.KeyOf("unify", s.mem.chain.ID, t.Conv.ID), PromptTokens: templateTokens + unifyTokens + reflectTokens, CompletionTokens: unifyTokens})
+	}
+	return calls, nil
+}
+
+// known turns built contexts into forecasts.
+func known(c *conv.Conversation, xs []Context) []turnForecast {
+	out := make([]turnForecast, len(xs))
+	for i, x := range xs {
+		out[i] = turnForecast{turn: x.Turn, known: x.Materialize(c), tokens: x.Tokens}
+	}
+	return out
+}
+
+func analyzerRole(an *analyze.Analyzer) string { return an.Role() }
+
+// analysisCalls are the calls of the analysis of turn x.Turn: two steps,
+// or one for the single-pass ablation. Every operator with the same
+// analyzer and memory shares them, and their keys say so.
+func analysisCalls(an *analyze.Analyzer, memory string, c *conv.Conversation, x Context, f *pipeline.Forecast) []pipeline.Call {
+	role, turn := analyzerRole(an), strconv.Itoa(x.Turn)
+	key := func(step string) string {
+		return pipeline.KeyOf(analysisCallsAt, an.Version(), memory, c.ID, turn, step)
+	}
+	if an.Ablation() == analyze.AblationSinglePass {
+		return []pipeline.Call{{Role: role, Key: key("single"), PromptTokens: templateTokens + x.Tokens, CompletionTokens: specTokens + evaluateTokens}}
+	}
+	spec := templateTokens + f.MessagesTokens(conv.NewUserView(c, x.Turn).Messages())
+	if an.Ablation() == analyze.AblationContagiousExtractor {
+		spec = templateTokens + x.Tokens
+	}
+	return []pipeline.Call{
+		{Role: role, Key: key("spec"), PromptTokens: spec, CompletionTokens: specTokens},
+		{Role: role, Key: key("evaluate"), PromptTokens: templateTokens + specTokens + x.Tokens, CompletionTokens: evaluateTokens},
+	}
+}
+
+// forecast: up to the floor an operator passes the full context through;
+// past it every turn is analyzed, and what the context becomes depends on
+// the analysis.
+func (s *Operator) forecast(_ context.Context, c *conv.Conversation, _ int, _ *TokenCache, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	return operatorForecast(s.op, s.an, s.gate, s.memory.Hash, c, fcs, f)
+}
+
+func (s *onlineOperator) forecast(_ context.Context, c *conv.Conversation, _ int, _ *TokenCache, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	return operatorForecast(s.op, s.an, s.gate, "online", c, fcs, f)
+}
+
+func operatorForecast(op string, an *analyze.Analyzer, g Gate, memory string, c *conv.Conversation, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	var calls []pipeline.Call
+	out := make([]turnForecast, 0, len(fcs))
+	for _, x := range fcs {
+		if x.Turn <= g.Floor {
+			out = append(out, turnForecast{turn: x.Turn, known: x.Materialize(c), tokens: x.Tokens})
+			continue
+		}
+		calls = append(calls, analysisCalls(an, memory, c, x, f)...)
+		if op == OpRewrite {
+			calls = append(calls, pipeline.Call{Role: analyzerRole(an), Key: pipeline.KeyOf(OpRewrite, an.Version(), memory, c.ID, strconv.Itoa(x.Turn)),
+				PromptTokens: templateTokens + specTokens + evaluateTokens + x.Tokens, CompletionTokens: rewriteTokens})
+		}
+		out = append(out, turnForecast{turn: x.Turn, tokens: x.Tokens})
+	}
+	return out, calls
+}
+
+// forecast: one summary call per assistant reply before the last curated
+// turn, each reused by every later turn.
+func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int, tc *TokenCache, fcs []Context, _ *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	sel, _ := selectTurns(c, from)
+	if len(sel) == 0 {
+		return nil, nil
+	}
+	var calls []pipeline.Call
+	role := analyzerRole(s.an)
+	lastUser := 0
+	for i := 0; i < sel[len(sel)-1].User; i++ {
+		m := c.Messages[i]
+		if m.Role == conv.User {
+			lastUser = tc.Message(i)
+		}
+		if isAssistantSide(m.Role) {
+			calls = append(calls, pipeline.Call{Role: role, Key: pipeline.KeyOf("summary", s.version, c.ID, strconv.Itoa(i)),
+				PromptTokens: templateTokens + lastUser + tc.Message(i), CompletionTokens: summaryTokens})
+		}
+	}
+	out := make([]turnForecast, len(fcs))
+	for k, x := range fcs {
+		n := x.Tokens
+		for i := 0; i < sel[k].User; i++ {
+			if isAssistantSide(c.Messages[i].Role) {
+				n += summaryOfReply - tc.Message(i)
+			}
+		}
+		out[k] = turnForecast{turn: x.Turn, tokens: max(n, 0)}
+	}
+	return out, calls
+}
+
+// forecast: with the classify units in the run the choice is made as the
+// run would make it (no call); without them each turn is fc or ao, not
+// known which.
+func (s *Adaptive) forecast(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache, fcs []Context, _ *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	if xs, err := s.Contexts(ctx, c, from, tc); err == nil {
+		return known(c, xs), nil
+	}
+	out := make([]turnForecast, len(fcs))
+	for k, x := range fcs {
+		out[k] = turnForecast{turn: x.Turn, tokens: x.Tokens}
+	}
+	return out, nil
+}
+
+// forecast: the inner strategy's, with the registry block (whose content
+// the constraints stage decides) making each context its own.
+func (s *constraintsOverlay) forecast(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	if xs, err := s.Contexts(ctx, c, from, tc); err == nil {
+		return known(c, xs), nil
+	}
+	var turns []turnForecast
+	var calls []pipeline.Call
+	if fo, ok := s.inner.(forecaster); ok {
+		turns, calls = fo.forecast(ctx, c, from, tc, fcs, f)
+	} else if xs, err := s.inner.Contexts(ctx, c, from, tc); err == nil {
+		turns = known(c, xs)
+	}
+	for i := range turns {
+		turns[i].known = nil
+		turns[i].tokens += overlayTokens
+	}
+	return turns, calls
+}

@@ -1,0 +1,65 @@
+package respond
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/stages/curate"
+)
+
+// answerTokens is the answer length the estimate expects when the role sets
+// no max_tokens.
+const answerTokens = 512
+
+// Estimate implements pipeline.Estimator: one call per sample of every
+// curated context of the task's variants. Contexts already curated in the
+// run are read as stored; the others come from the curate stage's forecast.
+// Two strategies that give the same context at a turn make one request
+// (the cache answers the other), and the call keys say so.
+func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
+	stored := map[string]map[int]pipeline.Predicted{} // strategy → turn
+	if s.units != nil {
+		us, err := s.units.ConversationUnits(ctx, curate.StageName, t.Conv.ID, 0)
+		if err != nil {
+			return nil, fmt.Errorf("reading curated contexts of %s: %w", t.Conv.ID, err)
+		}
+		for _, u := range us {
+			if u.Status != ledger.Done || s.opts.CurateVersions[u.Variant] != u.Version {
+				continue
+			}
+			x, err := curate.DecodeContext(u.Output)
+			if err != nil {
+				return nil, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
+			}
+			if stored[u.Variant] == nil {
+				stored[u.Variant] = map[int]pipeline.Predicted{}
+			}
+			stored[u.Variant][u.Turn] = pipeline.Predicted{Key: pipeline.MessagesKey(x.Materialize(t.Conv)), Tokens: x.Tokens}
+		}
+	}
+	var calls []pipeline.Call
+	for _, v := range t.Variants {
+		info, ok := s.byName[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("estimating %s: no variant %q", t.Conv.ID, v.Name)
+		}
+		r := info.respondent
+		for turn := 1; turn <= t.Conv.UserTurns(); turn++ {
+			cx, ok := stored[info.strategy][turn]
+			if !ok {
+				if cx, ok = f.Get(curate.StageName, info.strategy, turn); !ok {
+					continue
+				}
+			}
+			answer := pipeline.KeyOf(StageName, r.Role, r.Settings, cx.Key)
+			for i := range s.opts.Samples {
+				calls = append(calls, pipeline.Call{Role: r.Role, Key: pipeline.KeyOf(answer, strconv.Itoa(i)), PromptTokens: cx.Tokens, CompletionTokens: answerTokens})
+			}
+			f.Set(StageName, v.Name, turn, pipeline.Predicted{Key: answer, Tokens: answerTokens, Samples: s.opts.Samples})
+		}
+	}
+	return calls, nil
+}
