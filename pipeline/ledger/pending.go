@@ -63,6 +63,11 @@ func (v View) EachPending(ctx context.Context, stage string, variants []Variant,
 			return nil
 		}
 		upto := seqs[len(seqs)-1]
+		// The page's range starts at its first seq: in a scoped view the
+		// seqs since the last page belong to other origins, and reading
+		// their tasks would make the first derived page read every task of
+		// the ingested conversations before it.
+		lo := seqs[0] - 1
 		// seen[i*len(variants)+j]: seqs[i] has a task for variants[j].
 		seen := make([]bool, len(seqs)*len(variants))
 		index := make(map[int64]int, len(seqs))
@@ -70,7 +75,7 @@ func (v View) EachPending(ctx context.Context, stage string, variants []Variant,
 			index[s] = i
 		}
 		for j, v := range variants {
-			if err := l.taskStates(ctx, stage, v, after, upto, func(seq int64, _ string) {
+			if err := l.taskStates(ctx, stage, v, lo, upto, func(seq int64, _ string) {
 				if i, ok := index[seq]; ok {
 					seen[i*len(variants)+j] = true
 				}
@@ -93,7 +98,7 @@ func (v View) EachPending(ctx context.Context, stage string, variants []Variant,
 			}
 		}
 		if len(page) > 0 {
-			if err := l.readConvs(ctx, dec, want, after, upto, func(i int, s Stored) { page[i].Stored = s }); err != nil {
+			if err := l.readConvs(ctx, dec, want, lo, upto, func(i int, s Stored) { page[i].Stored = s }); err != nil {
 				return err
 			}
 			if err := fn(page); err != nil {

@@ -278,7 +278,7 @@ func (v View) ConversationPage(ctx context.Context, after int64, limit int) (_ [
 		return nil, err
 	}
 	out := make([]Stored, len(seqs))
-	if err := l.readConvs(ctx, dec, seqs, after, seqs[len(seqs)-1], func(i int, s Stored) { out[i] = s }); err != nil {
+	if err := l.readConvs(ctx, dec, seqs, seqs[0]-1, seqs[len(seqs)-1], func(i int, s Stored) { out[i] = s }); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -286,9 +286,11 @@ func (v View) ConversationPage(ctx context.Context, after int64, limit int) (_ [
 
 // EachPage calls fn for each page of up to size of the view's
 // conversations, in seq order, with the seq range (after, upto] the page
-// covers. Conversations out of the scope may lie in that range: read other
-// stages' units for it through the view's Units, which leaves theirs out.
-// It stops at the first error fn returns.
+// covers. Over every origin the ranges follow one another; in a scoped
+// view a range starts at the page's first conversation, and conversations
+// of other origins may still lie inside it: read other stages' units for
+// it through the view's Units, which leaves theirs out. It stops at the
+// first error fn returns.
 func (v View) EachPage(ctx context.Context, size int, fn func(page []Stored, after, upto int64) error) (err error) {
 	defer v.l.classify(&err)
 	var after int64
@@ -300,8 +302,11 @@ func (v View) EachPage(ctx context.Context, size int, fn func(page []Stored, aft
 		if len(page) == 0 {
 			return nil
 		}
-		upto := page[len(page)-1].Seq
-		if err := fn(page, after, upto); err != nil {
+		lo, upto := after, page[len(page)-1].Seq
+		if !v.scope.All() {
+			lo = page[0].Seq - 1
+		}
+		if err := fn(page, lo, upto); err != nil {
 			return callerError{err}
 		}
 		after = upto
