@@ -329,6 +329,11 @@ func TestViewCountsAndPages(t *testing.T) {
 					if len(page) == 0 || len(page) > size || page[0].Seq <= after || page[len(page)-1].Seq != upto {
 						t.Fatalf("page of %d in (%d, %d]", len(page), after, upto)
 					}
+					// A scoped page's range starts at its first conversation,
+					// so reading units for it skips other origins before it.
+					if !c.scope.All() && after != page[0].Seq-1 {
+						t.Fatalf("scoped page from seq %d has range (%d, %d]", page[0].Seq, after, upto)
+					}
 					for _, s := range page {
 						if !c.scope.Has(s.Origin) || s.Conv == nil {
 							t.Fatalf("page holds seq %d of origin %q", s.Seq, s.Origin)

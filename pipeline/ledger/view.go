@@ -80,6 +80,11 @@ func (l *Ledger) split(ctx context.Context, s Scope) (split, error) {
 			return err
 		}
 		origin, derived := strings.CutPrefix(path, derivedPrefix)
+		if derived && n == 0 {
+			// A derived origin with nothing stored (AddDerived counts what
+			// it commits, in the same transaction) narrows nothing.
+			return nil
+		}
 		if !derived {
 			origin = OriginSource
 		}
