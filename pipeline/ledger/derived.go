@@ -30,8 +30,13 @@ const DerivedFormat = "derived"
 // that makes them last ran to the end).
 func DerivedInput(origin string) string { return derivedPrefix + origin }
 
-// derivedBatch is how many derived conversations one transaction stores.
-const derivedBatch = 256
+// derivedBatch and derivedBytes bound one transaction of AddDerived: at
+// most 256 conversations holding at most 16 MiB of message text, so a
+// stream of long stitched instances does not gather in memory.
+const (
+	derivedBatch = 256
+	derivedBytes = 16 << 20
+)
 
 // DeriveResult counts what AddDerived did.
 type DeriveResult struct {
@@ -59,8 +64,8 @@ var ErrDerivedConflict = errors.New("conversation id already stored with other c
 // The order of seqs is deterministic only if the caller's order is: see
 // pipeline.Derive for the rule.
 //
-// Items are stored in transactions of a few hundred, so memory holds one
-// batch. A batch is committed whole or not at all; when ctx is cancelled
+// Items are stored in transactions of at most 256 conversations or 16 MiB
+// of text, so memory holds one batch. A batch is committed whole or not at all; when ctx is cancelled
 // the batches committed before stay. The origin's input row (DerivedInput)
 // is created with the first batch; its records count what is stored and
 // its finished flag is cleared whenever something is added (FinishDerived
@@ -88,6 +93,7 @@ func (l *Ledger) AddDerived(ctx context.Context, origin string, items iter.Seq2[
 		c      *conv.Conversation
 	}
 	batch := make([]item, 0, derivedBatch)
+	size := 0
 	commit := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -104,7 +110,8 @@ func (l *Ledger) AddDerived(ctx context.Context, origin string, items iter.Seq2[
 		}
 		res.Added += added
 		res.Existing += existing
-		batch = batch[:0]
+		clear(batch)
+		batch, size = batch[:0], 0
 		return nil
 	}
 	for parent, c := range items {
@@ -118,7 +125,11 @@ func (l *Ledger) AddDerived(ctx context.Context, origin string, items iter.Seq2[
 			return res, fmt.Errorf("storing derived conversation %s: parent seq %d", c.ID, parent)
 		}
 		batch = append(batch, item{parent, c})
-		if len(batch) == derivedBatch {
+		size += len(c.System)
+		for _, m := range c.Messages {
+			size += len(m.Content)
+		}
+		if len(batch) == derivedBatch || size >= derivedBytes {
 			if err := commit(); err != nil {
 				return res, err
 			}
