@@ -97,6 +97,10 @@ type Options struct {
 	// only the engine's model window and the endpoint's limits.
 	Parallel int
 	Retries  int // re-asks after a malformed verdict; default 2
+	// Turns selects the turns judged: from a turn on, and only the last K
+	// user turns of each conversation. The zero Turns judges every turn both
+	// strategies answered; a setting goes into the versions only when set.
+	Turns pipeline.Turns
 }
 
 // Stage is the judge pipeline stage.
@@ -140,6 +144,9 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 	if len(opts.Pairs) == 0 {
 		return nil, errors.New("building judge stage: no pairs")
 	}
+	if err := opts.Turns.Validate(); err != nil {
+		return nil, fmt.Errorf("building judge stage: %w", err)
+	}
 	s := &Stage{client: client, units: units, opts: opts, tmpl: Template(), pairs: map[string]Pair{}}
 	for _, p := range opts.Pairs {
 		va, oka := opts.RespondVersions[p.A]
@@ -159,7 +166,7 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 		if opts.Order == OrderRandom {
 			ver += fmt.Sprintf(";seed=%d", opts.Seed)
 		}
-		ver += fmt.Sprintf(";a=%s;b=%s;role=%s;model=%s", va, vb, opts.Role, opts.Settings)
+		ver += fmt.Sprintf(";a=%s;b=%s;role=%s;model=%s", va, vb, opts.Role, opts.Settings) + opts.Turns.Tag()
 		s.variants = append(s.variants, pipeline.Variant{Name: name, Version: ver})
 	}
 	return s, nil
@@ -203,8 +210,8 @@ type callJob struct {
 	tagger                    parse.Tagger
 }
 
-// Process implements pipeline.Stage. Each turn where both strategies of a
-// pair have answers becomes one unit with a comparison per sample index
+// Process implements pipeline.Stage. Each selected turn (Options.Turns)
+// where both strategies of a pair have answers becomes one unit with a comparison per sample index
 // both have. A verdict still malformed after retries, or a rejected
 // request, fails its unit with the raw answer kept; errors that would fail
 // every unit are returned.
@@ -230,6 +237,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 	results := make([]pipeline.Result, len(t.Variants))
 	states := make([][]*unitState, len(t.Variants))
 	var jobs []callJob
+	userTurns := t.Conv.UserTurns()
 	for vi, v := range t.Variants {
 		p, ok := s.pairs[v.Name]
 		if !ok {
@@ -237,6 +245,9 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		}
 		results[vi].Variant = v
 		for _, tr := range t.Conv.Turns() {
+			if !s.opts.Turns.Has(tr.Index, userTurns) {
+				continue
+			}
 			oa, oka := answers[p.A][tr.Index]
 			ob, okb := answers[p.B][tr.Index]
 			if !oka || !okb {

@@ -177,3 +177,36 @@ func TestParsePair(t *testing.T) {
 		}
 	}
 }
+
+// last_turns judges only the final turns of each conversation, and goes
+// into the version only when set.
+func TestTurnSelection(t *testing.T) {
+	units := answers{"respond/c1": {unit("x", 2, "X2"), unit("y", 2, "Y2"), unit("x", 3, "X3"), unit("y", 3, "Y3")}}
+	cases := []struct {
+		turns pipeline.Turns
+		want  []int
+		tag   string
+	}{
+		{pipeline.Turns{}, []int{2, 3}, ""},
+		{pipeline.Turns{Last: 1}, []int{3}, ";last=1"},
+		{pipeline.Turns{Last: 2}, []int{2, 3}, ";last=2"},
+		{pipeline.Turns{From: 3}, []int{3}, ";from=3"},
+		{pipeline.Turns{From: 2, Last: 1}, []int{3}, ";from=2;last=1"},
+	}
+	srv := llmtest.New(t, llmtest.Options{})
+	srv.Add(llmtest.Rule{Func: verdictFor("A", "tie")})
+	plain := newStage(t, srv, units, judge.Options{})
+	for _, tc := range cases {
+		st := newStage(t, srv, units, judge.Options{Turns: tc.turns})
+		if v := st.Variants()[0].Version; v != plain.Variants()[0].Version+tc.tag {
+			t.Errorf("%+v: version %q", tc.turns, v)
+		}
+		var got []int
+		for _, u := range run(t, st, testConv()) {
+			got = append(got, u.Turn)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%+v: judged turns %v, want %v", tc.turns, got, tc.want)
+		}
+	}
+}

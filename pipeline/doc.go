@@ -31,6 +31,17 @@
 // safe. Results are keyed by stage, conversation, turn, variant and version,
 // so the order tasks finish in never shows in an export or a report.
 //
+// Conversations come from ingest or from the run itself. Derive walks a
+// scope's conversations in seq order and stores what a step makes of them
+// (a simulated trajectory per task, instances stitched from several
+// conversations) as conversations of a new origin, resumably and in a
+// deterministic order; Barrier says whether the stage such a step reads is
+// finished. A stage runs over the conversations of its scope: its own
+// (Scoped) narrowed by the run's setting (Options.Scope); planning, Pending
+// and the status Progress all count within it. Turns selects which user
+// turns of each conversation a stage works on (from a turn on, or the last
+// K).
+//
 // A stage that calls a model also implements Estimator, so a dry run can ask
 // it what a run would cost without running it.
 //

@@ -47,6 +47,10 @@ type Options struct {
 	// OnCommit is called after each commit with the tasks and units stored
 	// and the sum of their token counts.
 	OnCommit func(tasks, units int, failed int, tokens int64)
+	// Scope narrows the conversations the stage runs over to these origins
+	// (the run's `on:` setting for the stage); the zero Scope leaves the
+	// stage's own (see StageScope).
+	Scope ledger.Scope
 }
 
 func (o *Options) defaults() {
@@ -92,14 +96,26 @@ type Summary struct {
 }
 
 // Pending counts the tasks of s not yet recorded, done or failed, and those
-// already recorded, without running anything.
+// already recorded, over the conversations of its scope, without running
+// anything.
 func Pending(ctx context.Context, l *ledger.Ledger, s Stage) (pending, recorded int64, err error) {
-	n, err := l.CountConversations(ctx)
+	return PendingIn(ctx, l, s, ledger.AllOrigins)
+}
+
+// PendingIn is Pending with the stage's scope narrowed by on, as
+// Options.Scope narrows it for Run.
+func PendingIn(ctx context.Context, l *ledger.Ledger, s Stage, on ledger.Scope) (pending, recorded int64, err error) {
+	scope, err := StageScope(s, on)
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, v := range s.Variants() {
-		done, failed, err := l.TaskCounts(ctx, s.Name(), ledger.Variant(v))
+	v := l.In(scope)
+	n, err := v.CountConversations(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, vr := range s.Variants() {
+		done, failed, err := v.TaskCounts(ctx, s.Name(), ledger.Variant(vr))
 		if err != nil {
 			return 0, 0, err
 		}
@@ -118,11 +134,20 @@ func Pending(ctx context.Context, l *ledger.Ledger, s Stage) (pending, recorded 
 // A CPU-bound stage runs Options.Workers tasks at once; a model-backed one
 // (ModelStage) keeps Options.Window tasks open. A ChainStage's Chain is
 // called for one task at a time, in ingest order.
+//
+// It runs over the conversations of the stage's scope (StageScope of s and
+// Options.Scope), which it records for status (see RecordPlan).
 func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary, error) {
 	opts.defaults()
 	var sum Summary
-	var err error
-	sum.Planned, sum.Previous, err = Pending(ctx, l, s)
+	scope, err := StageScope(s, opts.Scope)
+	if err != nil {
+		return sum, err
+	}
+	if err := recordScope(ctx, l, s.Name(), scope); err != nil {
+		return sum, err
+	}
+	sum.Planned, sum.Previous, err = PendingIn(ctx, l, s, scope)
 	if err != nil {
 		return sum, err
 	}
@@ -206,7 +231,7 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	var planErr error
 	wg.Go(func() {
 		defer close(tasks)
-		planErr = catch(func() error { return plan(work, l, s, opts, rs, halt, tasks) })
+		planErr = catch(func() error { return plan(work, l, scope, s, opts, rs, halt, tasks) })
 	})
 
 	// Tasks become jobs: a ChainStage's through its chain, one at a time
@@ -296,7 +321,7 @@ func closed(c <-chan struct{}) bool {
 	}
 }
 
-func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, rs *runState, halt <-chan struct{}, out chan<- Task) error {
+func plan(ctx context.Context, l *ledger.Ledger, scope ledger.Scope, s Stage, opts Options, rs *runState, halt <-chan struct{}, out chan<- Task) error {
 	retry, err := l.RetryGeneration(ctx, s.Name())
 	if err != nil {
 		return err
@@ -307,7 +332,7 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, rs *runS
 		lv[i] = ledger.Variant(v)
 	}
 	_, chained := s.(ChainStage)
-	return l.EachPending(ctx, s.Name(), lv, opts.PageSize, func(page []ledger.Pending) error {
+	return l.In(scope).EachPending(ctx, s.Name(), lv, opts.PageSize, func(page []ledger.Pending) error {
 		if !chained {
 			// Longest conversations first within a page: a run then ends
 			// on short tasks, and the window drains in about one unit's
@@ -329,7 +354,7 @@ func plan(ctx context.Context, l *ledger.Ledger, s Stage, opts Options, rs *runS
 				return ErrStopped
 			}
 			select {
-			case out <- Task{Seq: p.Seq, Conv: p.Conv, Variants: pending, Retry: retry, run: rs}:
+			case out <- Task{Seq: p.Seq, Conv: p.Conv, Origin: p.Origin, Parent: p.Parent, Variants: pending, Retry: retry, run: rs}:
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-opts.Stop:

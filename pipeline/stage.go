@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/ledger"
 )
 
 // Variant is one configured variant of a stage (a strategy, a pair, an
@@ -20,8 +21,12 @@ type Variant struct {
 // message tokenized once for every strategy; one AC3 analysis for every
 // operator); each variant's result is still recorded on its own.
 type Task struct {
-	Seq      int64 // the conversation's ingest position
-	Conv     *conv.Conversation
+	Seq  int64 // the conversation's position in the run
+	Conv *conv.Conversation
+	// Origin is ledger.OriginSource for an ingested conversation, else the
+	// step that derived it; Parent is the seq it was derived from (0: none).
+	Origin   string
+	Parent   int64
 	Variants []Variant
 	// Retry counts how many times `ac3 retry` re-queued this stage's failed
 	// work. A model-backed stage offsets its re-ask counter (llm.Request
@@ -95,4 +100,15 @@ type ChainStage interface {
 	// Run calls Chain instead of Process, so a wrapper that changes what
 	// Process does must wrap Chain too.
 	Chain(ctx context.Context, t Task) (rest func(ctx context.Context) ([]Result, error), err error)
+}
+
+// Scoped is a Stage that runs over the conversations of some origins only:
+// a simulator that turns ingested tasks into trajectories must never run
+// over the trajectories it made. A stage that is not Scoped runs over every
+// origin. The run can narrow a stage's scope further (Options.Scope, from
+// its config's `on:`), never widen it; see StageScope.
+type Scoped interface {
+	Stage
+	// Scope is the origins the stage can run over.
+	Scope() ledger.Scope
 }

@@ -174,40 +174,22 @@ func (l *Ledger) CommitIngest(ctx context.Context, b IngestBatch) (res IngestRes
 	return res, nil
 }
 
-// Stored is a kept conversation with its ingest position.
+// Stored is a kept conversation with its position in the run.
 type Stored struct {
 	Seq  int64
 	Conv *conv.Conversation
+	// Origin is OriginSource for an ingested conversation, else the name of
+	// the step that derived it (see AddDerived); Parent is the seq of the
+	// conversation it was derived from, 0 when none was named.
+	Origin string
+	Parent int64
 }
 
 // ConversationPage returns up to limit kept conversations with seq > after, in
 // seq order. Callers page through a run with the last seq they saw, so no read
 // transaction stays open while they work.
-func (l *Ledger) ConversationPage(ctx context.Context, after int64, limit int) (_ []Stored, err error) {
-	defer l.classify(&err)
-	rows, err := l.r.QueryContext(ctx, `SELECT seq, data FROM conversations WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("reading conversations after %d: %w", after, err)
-	}
-	defer rows.Close()
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		return nil, err
-	}
-	defer dec.Close()
-	var out []Stored
-	for rows.Next() {
-		var s Stored
-		var data []byte
-		if err := rows.Scan(&s.Seq, &data); err != nil {
-			return nil, fmt.Errorf("reading conversations: %w", err)
-		}
-		if s.Conv, err = decodeConv(dec, data); err != nil {
-			return nil, l.damaged("decoding conversation seq %d: %w", s.Seq, err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+func (l *Ledger) ConversationPage(ctx context.Context, after int64, limit int) ([]Stored, error) {
+	return l.In(AllOrigins).ConversationPage(ctx, after, limit)
 }
 
 // Conversation returns one kept conversation by id, reporting false when the
@@ -216,13 +198,15 @@ func (l *Ledger) Conversation(ctx context.Context, id string) (_ Stored, _ bool,
 	defer l.classify(&err)
 	var s Stored
 	var data []byte
-	err = l.r.QueryRowContext(ctx, `SELECT seq, data FROM conversations WHERE id = ?`, id).Scan(&s.Seq, &data)
+	var parent sql.NullInt64
+	err = l.r.QueryRowContext(ctx, `SELECT seq, data, `+l.originCols()+` FROM conversations WHERE id = ?`, id).Scan(&s.Seq, &data, &s.Origin, &parent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, false, nil
 	}
 	if err != nil {
 		return s, false, fmt.Errorf("reading conversation %s: %w", id, err)
 	}
+	s.Parent = parent.Int64
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return s, false, err
@@ -232,6 +216,16 @@ func (l *Ledger) Conversation(ctx context.Context, id string) (_ Stored, _ bool,
 		return s, false, l.damaged("decoding conversation %s: %w", id, err)
 	}
 	return s, true, nil
+}
+
+// originCols is the select list of a conversation's origin and parent: the
+// columns themselves, or constants for a run file from before migration
+// 0004 opened read-only, whose conversations are all ingested.
+func (l *Ledger) originCols() string {
+	if l.hasOrigins {
+		return "origin, parent_seq"
+	}
+	return "'" + OriginSource + "', NULL"
 }
 
 func decodeConv(dec *zstd.Decoder, data []byte) (*conv.Conversation, error) {
@@ -246,13 +240,10 @@ func decodeConv(dec *zstd.Decoder, data []byte) (*conv.Conversation, error) {
 	return &c, nil
 }
 
-// CountConversations reports how many conversations the run kept.
-func (l *Ledger) CountConversations(ctx context.Context) (n int64, err error) {
-	defer l.classify(&err)
-	if err := l.r.QueryRowContext(ctx, `SELECT count(*) FROM conversations`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("counting conversations: %w", err)
-	}
-	return n, nil
+// CountConversations reports how many conversations the run kept, of every
+// origin.
+func (l *Ledger) CountConversations(ctx context.Context) (int64, error) {
+	return l.In(AllOrigins).CountConversations(ctx)
 }
 
 // Quarantined is one quarantined record as stored.
@@ -288,22 +279,8 @@ func (l *Ledger) Quarantine(ctx context.Context, fn func(Quarantined) error) (er
 // EachPage calls fn for each page of up to size kept conversations, in seq
 // order, with the seq range (after, upto] the page covers, so fn can read
 // other stages' units for exactly those conversations. It stops at the
-// first error fn returns.
-func (l *Ledger) EachPage(ctx context.Context, size int, fn func(page []Stored, after, upto int64) error) (err error) {
-	defer l.classify(&err)
-	var after int64
-	for {
-		page, err := l.ConversationPage(ctx, after, size)
-		if err != nil {
-			return err
-		}
-		if len(page) == 0 {
-			return nil
-		}
-		upto := page[len(page)-1].Seq
-		if err := fn(page, after, upto); err != nil {
-			return callerError{err}
-		}
-		after = upto
-	}
+// first error fn returns. It covers every origin; View.EachPage walks one
+// scope.
+func (l *Ledger) EachPage(ctx context.Context, size int, fn func(page []Stored, after, upto int64) error) error {
+	return l.In(AllOrigins).EachPage(ctx, size, fn)
 }

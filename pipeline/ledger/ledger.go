@@ -31,6 +31,10 @@ type Ledger struct {
 	// hasReasons: the file has migration 0003 (units.reason and the
 	// status indexes). False only for an older run opened read-only.
 	hasReasons bool
+	// hasOrigins: the file has migration 0004 (conversations.origin and
+	// parent_seq). False only for an older run opened read-only, whose
+	// conversations are then all ingested ones.
+	hasOrigins bool
 
 	// spend is the run's model spend, summed from llm_calls once and then
 	// kept current by the recorder, so progress lines can show dollars after
@@ -136,13 +140,18 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 			return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
 		}
 		l.hasReasons = n > 0
+		if err := r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE name = ?", originsMigration).Scan(&n); err != nil {
+			l.closeDBs()
+			return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
+		}
+		l.hasOrigins = n > 0
 		return l, nil
 	}
 	if err := l.migrate(ctx); err != nil {
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
 	}
-	l.hasReasons = true
+	l.hasReasons, l.hasOrigins = true, true
 	if err := l.backfillReasons(ctx); err != nil {
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
@@ -152,6 +161,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 
 // reasonsMigration added units.reason and the indexes Progress reads.
 const reasonsMigration = "0003_unit_status.sql"
+
+// originsMigration added conversations.origin and parent_seq (AddDerived).
+const originsMigration = "0004_derived.sql"
 
 func escapePath(p string) string {
 	// '?' and '#' would end the file part of a URI.

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -17,19 +16,37 @@ type Pending struct {
 // EachPending calls fn with the conversations, in seq order, that lack a
 // recorded task of stage for at least one of variants, a page of up to size
 // conversations examined per call (pages with nothing pending are skipped).
-// It stops at the first error fn returns.
+// It covers every origin; View.EachPending plans one scope. It stops at the
+// first error fn returns.
+func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Variant, size int, fn func(page []Pending) error) error {
+	return l.In(AllOrigins).EachPending(ctx, stage, variants, size, fn)
+}
+
+// EachPending calls fn with the view's conversations, in seq order, that
+// lack a recorded task of stage for at least one of variants, a page of up
+// to size conversations examined per call (pages with nothing pending are
+// skipped). It stops at the first error fn returns.
 //
 // It is the planner's scan: it reads each page's seqs and task keys first
 // and fetches and decodes only the pending conversations, so resuming a run
 // whose work is mostly recorded costs a walk over keys instead of decoding
-// every conversation (see BenchmarkResumePending).
-func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Variant, size int, fn func(page []Pending) error) (err error) {
+// every conversation (see BenchmarkResumePending). A scoped view reads its
+// seqs from the origin index.
+func (v View) EachPending(ctx context.Context, stage string, variants []Variant, size int, fn func(page []Pending) error) (err error) {
+	l := v.l
 	defer l.classify(&err)
 	if len(variants) == 0 {
 		return nil
 	}
 	if size <= 0 {
 		size = 512
+	}
+	sp, err := l.split(ctx, v.scope)
+	if err != nil {
+		return err
+	}
+	if !sp.all && len(sp.in) == 0 {
+		return nil // the run has no conversation of the scope's origins
 	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 	if err != nil {
@@ -39,21 +56,18 @@ func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Varia
 	seqs := make([]int64, 0, size)
 	var after int64
 	for {
-		seqs = seqs[:0]
-		if err := l.query(ctx, func(rows rowScanner) error {
-			var s int64
-			if err := rows.Scan(&s); err != nil {
-				return err
-			}
-			seqs = append(seqs, s)
-			return nil
-		}, `SELECT seq FROM conversations WHERE seq > ? ORDER BY seq LIMIT ?`, after, size); err != nil {
-			return fmt.Errorf("reading conversations after %d: %w", after, err)
+		if seqs, err = l.seqsAfter(ctx, sp, after, size, seqs); err != nil {
+			return err
 		}
 		if len(seqs) == 0 {
 			return nil
 		}
 		upto := seqs[len(seqs)-1]
+		// The page's range starts at its first seq: in a scoped view the
+		// seqs since the last page belong to other origins, and reading
+		// their tasks would make the first derived page read every task of
+		// the ingested conversations before it.
+		lo := seqs[0] - 1
 		// seen[i*len(variants)+j]: seqs[i] has a task for variants[j].
 		seen := make([]bool, len(seqs)*len(variants))
 		index := make(map[int64]int, len(seqs))
@@ -61,7 +75,7 @@ func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Varia
 			index[s] = i
 		}
 		for j, v := range variants {
-			if err := l.taskStates(ctx, stage, v, after, upto, func(seq int64, _ string) {
+			if err := l.taskStates(ctx, stage, v, lo, upto, func(seq int64, _ string) {
 				if i, ok := index[seq]; ok {
 					seen[i*len(variants)+j] = true
 				}
@@ -70,6 +84,7 @@ func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Varia
 			}
 		}
 		var page []Pending
+		var want []int64
 		for i, s := range seqs {
 			var missing []Variant
 			for j, v := range variants {
@@ -79,10 +94,11 @@ func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Varia
 			}
 			if len(missing) > 0 {
 				page = append(page, Pending{Stored: Stored{Seq: s}, Variants: missing})
+				want = append(want, s)
 			}
 		}
 		if len(page) > 0 {
-			if err := l.fillConversations(ctx, dec, page, after, upto); err != nil {
+			if err := l.readConvs(ctx, dec, want, lo, upto, func(i int, s Stored) { page[i].Stored = s }); err != nil {
 				return err
 			}
 			if err := fn(page); err != nil {
@@ -91,44 +107,4 @@ func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Varia
 		}
 		after = upto
 	}
-}
-
-// fillConversations reads and decodes the conversations of page, which lie
-// in (after, upto]. With most of the range pending it reads the range in one
-// query; with few, one row each, so finished conversations are not read.
-func (l *Ledger) fillConversations(ctx context.Context, dec *zstd.Decoder, page []Pending, after, upto int64) error {
-	if int64(len(page))*4 >= upto-after {
-		i := 0
-		return l.query(ctx, func(rows rowScanner) error {
-			var seq int64
-			var data []byte
-			if err := rows.Scan(&seq, &data); err != nil {
-				return err
-			}
-			for i < len(page) && page[i].Seq < seq {
-				i++
-			}
-			if i == len(page) || page[i].Seq != seq {
-				return nil // recorded: not decoded
-			}
-			c, err := decodeConv(dec, data)
-			if err != nil {
-				return l.damaged("decoding conversation seq %d: %w", seq, err)
-			}
-			page[i].Conv = c
-			return nil
-		}, `SELECT seq, data FROM conversations WHERE seq > ? AND seq <= ? ORDER BY seq`, after, upto)
-	}
-	for i := range page {
-		var data []byte
-		if err := l.r.QueryRowContext(ctx, `SELECT data FROM conversations WHERE seq = ?`, page[i].Seq).Scan(&data); err != nil {
-			return fmt.Errorf("reading conversation seq %d: %w", page[i].Seq, err)
-		}
-		c, err := decodeConv(dec, data)
-		if err != nil {
-			return l.damaged("decoding conversation seq %d: %w", page[i].Seq, err)
-		}
-		page[i].Conv = c
-	}
-	return nil
 }

@@ -79,22 +79,29 @@ func FailureReason(errText string) string {
 // Progress says where every planned stage variant stands (the plans stages
 // recorded with SetPlan, in stage then plan order): tasks done, failed and
 // never attempted, units done and failed, and the failed units grouped by
-// reason with an example of each.
+// reason with an example of each. A stage with a recorded scope (SetScope)
+// is counted over the conversations of its scope only.
 //
 // Everything is counted by SQLite from indexes; no unit is held in memory,
 // so it costs the same whatever the run's size allows (see
-// BenchmarkProgress).
+// BenchmarkProgress and BenchmarkProgressScoped).
 func (l *Ledger) Progress(ctx context.Context) (_ []StageStatus, err error) {
 	defer l.classify(&err)
-	convs, err := l.CountConversations(ctx)
+	convs, err := l.countAll(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return l.progress(ctx, convs)
 }
 
+// progress is Progress with the run's count of conversations (of every
+// origin) already read.
 func (l *Ledger) progress(ctx context.Context, convs int64) ([]StageStatus, error) {
 	plans, err := l.Plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scopes, err := l.Scopes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -104,9 +111,14 @@ func (l *Ledger) progress(ctx context.Context, convs int64) ([]StageStatus, erro
 	}
 	sort.Strings(stages)
 	out := []StageStatus{}
+	counts := map[string]int64{} // conversations per scope, by Scope.String
 	for _, s := range stages {
+		sp, n, err := l.scopeCount(ctx, scopes[s], convs, counts)
+		if err != nil {
+			return nil, err
+		}
 		for _, v := range plans[s] {
-			ss, err := l.stageProgress(ctx, s, v, convs)
+			ss, err := l.stageProgress(ctx, s, v, sp, n)
 			if err != nil {
 				return nil, err
 			}
@@ -116,28 +128,76 @@ func (l *Ledger) progress(ctx context.Context, convs int64) ([]StageStatus, erro
 	return out, nil
 }
 
+// scopeCount splits the run by scope s and counts its conversations, once
+// per scope: all is the run's whole count.
+func (l *Ledger) scopeCount(ctx context.Context, s Scope, all int64, counts map[string]int64) (split, int64, error) {
+	sp, err := l.split(ctx, s)
+	if err != nil || sp.all {
+		return sp, all, err
+	}
+	n, ok := counts[s.String()]
+	if !ok {
+		if n, err = l.countIn(ctx, sp); err != nil {
+			return sp, 0, err
+		}
+		counts[s.String()] = n
+	}
+	return sp, n, nil
+}
+
 // StageProgress says where one stage variant stands, as Progress does for
 // every planned one.
 func (l *Ledger) StageProgress(ctx context.Context, stage string, v Variant) (_ StageStatus, err error) {
 	defer l.classify(&err)
-	convs, err := l.CountConversations(ctx)
+	scope, err := l.StageScope(ctx, stage)
 	if err != nil {
 		return StageStatus{}, err
 	}
-	return l.stageProgress(ctx, stage, v, convs)
+	convs, err := l.countAll(ctx)
+	if err != nil {
+		return StageStatus{}, err
+	}
+	sp, n, err := l.scopeCount(ctx, scope, convs, map[string]int64{})
+	if err != nil {
+		return StageStatus{}, err
+	}
+	return l.stageProgress(ctx, stage, v, sp, n)
 }
 
-func (l *Ledger) stageProgress(ctx context.Context, stage string, v Variant, convs int64) (StageStatus, error) {
+// stageProgress counts one stage variant over the conversations of sp, of
+// which there are convs.
+//
+// Work stored for conversations outside the scope (done before the scope
+// was narrowed) stays in the run but is not counted. Whether there is any
+// is seen by comparing the scope's task counts with the variant's whole;
+// only then are units counted and failures grouped the slower way, per
+// conversation of the scope.
+func (l *Ledger) stageProgress(ctx context.Context, stage string, v Variant, sp split, convs int64) (StageStatus, error) {
 	ss := StageStatus{Stage: stage, Variant: v.Name, Version: v.Version, Failures: []FailureGroup{}}
 	var err error
-	if ss.Done, ss.Failed, err = l.TaskCounts(ctx, stage, v); err != nil {
+	if ss.Done, ss.Failed, err = l.taskCountsIn(ctx, sp, stage, v); err != nil {
 		return ss, err
 	}
 	ss.Pending = max(convs-ss.Done-ss.Failed, 0)
-	// Answered from the units_by_status index alone (migration 0003).
-	if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM units WHERE stage = ? AND variant = ? AND version = ?`,
-		stage, v.Name, v.Version).Scan(&ss.UnitsDone, &ss.UnitsFailed); err != nil {
-		return ss, fmt.Errorf("counting %s/%s units: %w", stage, v.Name, err)
+	outside := false
+	if !sp.all {
+		d, f, err := l.taskCountsIn(ctx, split{all: true}, stage, v)
+		if err != nil {
+			return ss, err
+		}
+		outside = d+f != ss.Done+ss.Failed
+	}
+	if outside {
+		if ss.UnitsDone, ss.UnitsFailed, err = l.unitCountsIn(ctx, sp, stage, v); err != nil {
+			return ss, err
+		}
+		if ss.UnitsFailed > 0 {
+			ss.Failures, err = l.failureGroupsIn(ctx, sp, stage, v)
+		}
+		return ss, err
+	}
+	if ss.UnitsDone, ss.UnitsFailed, err = l.unitCountsIn(ctx, split{all: true}, stage, v); err != nil {
+		return ss, err
 	}
 	if ss.UnitsFailed == 0 {
 		return ss, nil
@@ -148,6 +208,47 @@ func (l *Ledger) stageProgress(ctx context.Context, stage string, v Variant, con
 	return ss, nil
 }
 
+// failureGroupsIn groups the failed units of a variant whose conversations
+// are in sp, streaming the failed units (few, by the partial index) and
+// keeping those whose conversation the origin index places in the scope.
+func (l *Ledger) failureGroupsIn(ctx context.Context, sp split, stage string, v Variant) ([]FailureGroup, error) {
+	byReason := map[string]*FailureGroup{}
+	if len(sp.in) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(sp.in)), ", ")
+		args := []any{stage, v.Name, v.Version}
+		for _, o := range sp.in {
+			args = append(args, o)
+		}
+		err := l.query(ctx, func(rows rowScanner) error {
+			var ex FailedUnit
+			var reason string
+			if err := rows.Scan(&ex.ConvID, &ex.ConvSeq, &ex.Turn, &ex.Error, &reason); err != nil {
+				return err
+			}
+			if reason == "" {
+				reason = FailureReason(ex.Error)
+			}
+			addFailure(byReason, reason, 1, ex)
+			return nil
+		}, `SELECT u.conversation_id, u.conv_seq, u.turn, u.error, `+l.reasonCol("u")+` FROM units AS u
+			WHERE u.stage = ? AND u.variant = ? AND u.version = ? AND u.status = 'failed'
+			AND EXISTS (SELECT 1 FROM conversations AS c INDEXED BY conversations_by_origin WHERE c.origin IN (`+marks+`) AND c.seq = u.conv_seq)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("grouping failed %s/%s units: %w", stage, v.Name, err)
+		}
+	}
+	return sortedGroups(byReason), nil
+}
+
+// reasonCol selects a unit's stored failure reason, empty for a run file from
+// before reasons were kept.
+func (l *Ledger) reasonCol(table string) string {
+	if l.hasReasons {
+		return table + ".reason"
+	}
+	return "''"
+}
+
 // failureGroups groups failed units by reason from the units_failed index
 // and reads one example row per group. Failed units without a recorded
 // reason (a run file from before reasons were kept, opened read-only, or a
@@ -156,17 +257,7 @@ func (l *Ledger) stageProgress(ctx context.Context, stage string, v Variant, con
 func (l *Ledger) failureGroups(ctx context.Context, stage string, v Variant) ([]FailureGroup, error) {
 	const turnSpan = 1 << 20 // turns per conversation, far above any real one
 	byReason := map[string]*FailureGroup{}
-	add := func(reason string, n int64, ex FailedUnit) {
-		g, ok := byReason[reason]
-		if !ok {
-			byReason[reason] = &FailureGroup{Reason: reason, Units: n, Example: ex}
-			return
-		}
-		g.Units += n
-		if less(ex, g.Example) {
-			g.Example = ex
-		}
-	}
+	add := func(reason string, n int64, ex FailedUnit) { addFailure(byReason, reason, n, ex) }
 	unreasoned := !l.hasReasons
 	if l.hasReasons {
 		type group struct {
@@ -218,6 +309,24 @@ func (l *Ledger) failureGroups(ctx context.Context, stage string, v Variant) ([]
 			return nil, fmt.Errorf("grouping failed %s/%s units: %w", stage, v.Name, err)
 		}
 	}
+	return sortedGroups(byReason), nil
+}
+
+// addFailure counts n failed units of reason, keeping the earliest example.
+func addFailure(byReason map[string]*FailureGroup, reason string, n int64, ex FailedUnit) {
+	g, ok := byReason[reason]
+	if !ok {
+		byReason[reason] = &FailureGroup{Reason: reason, Units: n, Example: ex}
+		return
+	}
+	g.Units += n
+	if less(ex, g.Example) {
+		g.Example = ex
+	}
+}
+
+// sortedGroups lists the groups most frequent first, then by reason.
+func sortedGroups(byReason map[string]*FailureGroup) []FailureGroup {
 	out := make([]FailureGroup, 0, len(byReason))
 	for _, g := range byReason {
 		out = append(out, *g)
@@ -228,7 +337,7 @@ func (l *Ledger) failureGroups(ctx context.Context, stage string, v Variant) ([]
 		}
 		return out[i].Reason < out[j].Reason
 	})
-	return out, nil
+	return out
 }
 
 // rowScanner is the part of *sql.Rows a row callback needs.

@@ -503,12 +503,20 @@ func (s *salvager) contentHashes(ctx context.Context, c *SalvageCount) error {
 }
 
 func (s *salvager) conversations(ctx context.Context, c *SalvageCount) error {
+	// A run file from before migration 0004 has no origins: all its
+	// conversations are ingested ones.
+	cols := `'` + OriginSource + `', NULL`
+	var n int
+	if err := s.src.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('conversations') WHERE name = 'origin'`).Scan(&n); err == nil && n > 0 {
+		cols = `origin, parent_seq`
+	}
 	return s.eachIntKey(ctx, "conversations", "seq", c, func(seq int64) error {
-		var id, hash, format, lang string
+		var id, hash, format, lang, origin string
 		var input, line, row, turns int64
+		var parent sql.NullInt64
 		var data []byte
-		if ok, err := s.row(ctx, `SELECT id, content_hash, input_id, source_line, source_row, format, user_turns, language, data FROM conversations WHERE seq = ?`, seq,
-			&id, &hash, &input, &line, &row, &format, &turns, &lang, &data); !ok || err != nil {
+		if ok, err := s.row(ctx, `SELECT id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, `+cols+` FROM conversations WHERE seq = ?`, seq,
+			&id, &hash, &input, &line, &row, &format, &turns, &lang, &data, &origin, &parent); !ok || err != nil {
 			return err
 		}
 		if _, err := decodeConv(s.dec, data); err != nil {
@@ -517,9 +525,15 @@ func (s *salvager) conversations(ctx context.Context, c *SalvageCount) error {
 		if !s.copied(ctx, `SELECT 1 FROM inputs WHERE id = ?`, input) {
 			return nil
 		}
+		// A derived conversation whose parent was lost keeps its content
+		// and loses the link (its metadata still names where it came from).
+		var parentArg any
+		if parent.Valid && s.copied(ctx, `SELECT 1 FROM conversations WHERE seq = ?`, parent.Int64) {
+			parentArg = parent.Int64
+		}
 		c.Copied++
-		return s.exec(ctx, `INSERT INTO conversations (seq, id, content_hash, input_id, source_line, source_row, format, user_turns, language, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			seq, id, hash, input, line, row, format, turns, lang, data)
+		return s.exec(ctx, `INSERT INTO conversations (seq, id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			seq, id, hash, input, line, row, format, turns, lang, data, origin, parentArg)
 	})
 }
 

@@ -9,16 +9,19 @@ import (
 // Status is where a run stands. Its JSON form is what `ac3 status --json`
 // prints; fields are only ever added, never renamed or removed.
 type Status struct {
-	Path          string           `json:"path"`
-	Inputs        []InputStatus    `json:"inputs"`
-	Conversations int64            `json:"conversations"`
-	Dropped       map[string]int64 `json:"dropped"`
-	DroppedTotal  int64            `json:"dropped_total"`
-	Quarantined   map[string]int64 `json:"quarantined"`
-	QuarantTotal  int64            `json:"quarantined_total"`
-	Stages        []StageStatus    `json:"stages"`
-	LLM           []LLMUsage       `json:"llm"`
-	SpendUSD      float64          `json:"spend_usd"`
+	Path          string        `json:"path"`
+	Inputs        []InputStatus `json:"inputs"`
+	Conversations int64         `json:"conversations"`
+	// Origins counts the conversations per origin: "source" for ingested
+	// ones, and one entry per step that derived conversations.
+	Origins      map[string]int64 `json:"origins"`
+	Dropped      map[string]int64 `json:"dropped"`
+	DroppedTotal int64            `json:"dropped_total"`
+	Quarantined  map[string]int64 `json:"quarantined"`
+	QuarantTotal int64            `json:"quarantined_total"`
+	Stages       []StageStatus    `json:"stages"`
+	LLM          []LLMUsage       `json:"llm"`
+	SpendUSD     float64          `json:"spend_usd"`
 }
 
 // InputStatus is one input file's progress.
@@ -107,8 +110,11 @@ func (l *Ledger) Status(ctx context.Context) (_ Status, err error) {
 	for _, in := range ins {
 		st.Inputs = append(st.Inputs, InputStatus{Path: in.Path, Format: in.Format, Records: in.RecordsDone, Finished: in.Finished})
 	}
-	if st.Conversations, err = l.CountConversations(ctx); err != nil {
+	if st.Origins, err = l.OriginCounts(ctx); err != nil {
 		return st, err
+	}
+	for _, n := range st.Origins {
+		st.Conversations += n
 	}
 	if err := l.sumBy(ctx, `SELECT reason, sum(count) FROM drops GROUP BY reason`, st.Dropped, &st.DroppedTotal); err != nil {
 		return st, fmt.Errorf("counting drops: %w", err)

@@ -163,14 +163,10 @@ func variantFilter(variants []Variant) (string, []any) {
 	return b.String(), args
 }
 
-// TaskCounts reports done and failed tasks of one stage variant version.
+// TaskCounts reports done and failed tasks of one stage variant version,
+// over conversations of every origin.
 func (l *Ledger) TaskCounts(ctx context.Context, stage string, v Variant) (done, failed int64, err error) {
-	defer l.classify(&err)
-	err = l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM tasks WHERE stage = ? AND variant = ? AND version = ?`, stage, v.Name, v.Version).Scan(&done, &failed)
-	if err != nil {
-		err = fmt.Errorf("counting %s/%s tasks: %w", stage, v.Name, err)
-	}
-	return done, failed, err
+	return l.In(AllOrigins).TaskCounts(ctx, stage, v)
 }
 
 // Unit is a stored unit.
@@ -191,28 +187,8 @@ type Unit struct {
 // Units calls fn for every unit of stage among variants whose conversation has
 // after < seq <= upto, ordered by conversation, turn and variant name, so an
 // export is the same bytes whatever order the work was done in.
-func (l *Ledger) Units(ctx context.Context, stage string, variants []Variant, after, upto int64, fn func(Unit) error) (err error) {
-	defer l.classify(&err)
-	if len(variants) == 0 {
-		return nil
-	}
-	q, args := variantFilter(variants)
-	args = append([]any{stage, after, upto}, args...)
-	rows, err := l.r.QueryContext(ctx, `SELECT key, conversation_id, conv_seq, turn, variant, version, status, error, raw, output, tokens FROM units WHERE stage = ? AND conv_seq > ? AND conv_seq <= ? AND `+q+` ORDER BY conv_seq, turn, variant`, args...)
-	if err != nil {
-		return fmt.Errorf("reading %s units: %w", stage, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var u Unit
-		if err := rows.Scan(&u.Key, &u.ConvID, &u.ConvSeq, &u.Turn, &u.Variant, &u.Version, &u.Status, &u.Error, &u.Raw, &u.Output, &u.Tokens); err != nil {
-			return fmt.Errorf("reading %s units: %w", stage, err)
-		}
-		if err := fn(u); err != nil {
-			return callerError{err}
-		}
-	}
-	return rows.Err()
+func (l *Ledger) Units(ctx context.Context, stage string, variants []Variant, after, upto int64, fn func(Unit) error) error {
+	return l.In(AllOrigins).Units(ctx, stage, variants, after, upto, fn)
 }
 
 // ConversationUnits returns the units of stage for one conversation and turn

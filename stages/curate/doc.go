@@ -25,7 +25,11 @@
 // (strategy_adaptive.go, policy.go) chooses fc or ao per turn from the
 // classify stage's turn types or a fitted policy, and the +constraints
 // overlay (overlay_constraints.go) appends the constraints stage's registry;
-// both read other stages' units through UnitSource. Model-backed contexts
+// both read other stages' units through UnitSource. The stage curates turns
+// from `from` on, or only the last K of each conversation
+// (Stage.WithLastTurns: a replay of a simulated trajectory's final turn, a
+// stitched instance's probe), the operators then starting at the first kept
+// turn. Model-backed contexts
 // carry an Info record (ac3_info.go) of what was decided and what it cost;
 // report.go summarizes those records for the report. Model calls themselves
 // live in stages/analyze; this package never reads files, and touches the

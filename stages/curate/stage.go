@@ -22,6 +22,7 @@ type Stage struct {
 	order   []Strategy
 	counter *tokens.Counter
 	from    int
+	last    int // only the last `last` user turns of each conversation; 0 for all
 }
 
 // NewStage returns the stage for strategies, counting tokens with counter and
@@ -37,16 +38,35 @@ func NewStage(strategies []Strategy, counter *tokens.Counter, from int) *Stage {
 	return s
 }
 
+// WithLastTurns makes the stage curate only the final k user turns of each
+// conversation (those from `from` on among them): replaying the last turn of
+// a simulated trajectory, or probing the last turn of a stitched instance.
+// k = 0, the default, curates every turn from `from` on. It returns s.
+//
+// A stateful operator (the AC3 resets and their cap) starts at the first
+// selected turn, as a replay does: earlier turns are the shared prefix,
+// neither analyzed nor acted on. The setting goes into the variant versions
+// only when k > 0, so runs without it keep their unit keys.
+func (s *Stage) WithLastTurns(k int) *Stage {
+	s.last = max(k, 0)
+	return s
+}
+
+// turns is the stage's turn selection.
+func (s *Stage) turns() pipeline.Turns { return pipeline.Turns{From: s.from, Last: s.last} }
+
 // Name implements pipeline.Stage.
 func (s *Stage) Name() string { return StageName }
 
 // Variants implements pipeline.Stage. The version joins the strategy's own
 // version with what else changes its output: the tokenizer encoding (token
-// counts and filler lengths) and the first curated turn.
+// counts and filler lengths), the first curated turn and, when set, how
+// many final turns are curated.
 func (s *Stage) Variants() []pipeline.Variant {
 	out := make([]pipeline.Variant, len(s.order))
+	last := pipeline.Turns{Last: s.last}.Tag()
 	for i, st := range s.order {
-		out[i] = pipeline.Variant{Name: st.Name(), Version: fmt.Sprintf("%s;enc=%s;from=%d", st.Version(), s.counter.Encoding(), s.from)}
+		out[i] = pipeline.Variant{Name: st.Name(), Version: fmt.Sprintf("%s;enc=%s;from=%d%s", st.Version(), s.counter.Encoding(), s.from, last)}
 	}
 	return out
 }
@@ -93,12 +113,13 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 // online memory puts the conversation's cheatsheet in it first).
 func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache) ([]pipeline.Result, error) {
 	out := make([]pipeline.Result, 0, len(t.Variants))
+	from := s.turns().First(t.Conv.UserTurns())
 	for _, v := range t.Variants {
 		st, ok := s.byName[v.Name]
 		if !ok {
 			return nil, fmt.Errorf("curating %s: no strategy %q", t.Conv.ID, v.Name)
 		}
-		ctxs, err := st.Contexts(ctx, t.Conv, s.from, tc)
+		ctxs, err := st.Contexts(ctx, t.Conv, from, tc)
 		var te *TurnError
 		if err != nil && !errors.As(err, &te) {
 			return nil, fmt.Errorf("curating %s with %s: %w", t.Conv.ID, v.Name, err)

@@ -14,6 +14,8 @@
 // Several respondents may run at once: each is a role bound to a model, and
 // its variants are named strategy@label (plain strategy for the default
 // respondent). The stored unit output is Output as JSON; Decode reads it.
+// Options.Turns answers only some turns of each conversation (from a turn
+// on, or the last K), whatever curate stored.
 //
 // What does not live here: curating (stages/curate), judging (judge) and
 // choosing models (cmd/ac3 binds roles to endpoints).

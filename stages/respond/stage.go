@@ -55,6 +55,11 @@ type Options struct {
 	Parallel int
 	// Retries is how many times an empty answer is asked again; default 2.
 	Retries int
+	// Turns selects the curated turns answered: from a turn on, and only
+	// the last K user turns of each conversation (a replay regenerates the
+	// final turn of each trajectory). The zero Turns answers every curated
+	// turn; a setting goes into the versions only when set.
+	Turns pipeline.Turns
 }
 
 // Stage is the respond pipeline stage.
@@ -100,6 +105,9 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 	if len(opts.Strategies) == 0 {
 		return nil, errors.New("building respond stage: no strategies")
 	}
+	if err := opts.Turns.Validate(); err != nil {
+		return nil, fmt.Errorf("building respond stage: %w", err)
+	}
 	s := &Stage{client: client, units: units, opts: opts, byName: map[string]variantInfo{}}
 	for _, r := range opts.Respondents {
 		if r.Role == "" {
@@ -117,7 +125,7 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 			s.byName[name] = variantInfo{strategy: st, curateVer: cv, respondent: r}
 			s.variants = append(s.variants, pipeline.Variant{
 				Name:    name,
-				Version: fmt.Sprintf("%s;curate=%s;role=%s;model=%s;samples=%d", version, cv, r.Role, r.Settings, opts.Samples),
+				Version: fmt.Sprintf("%s;curate=%s;role=%s;model=%s;samples=%d%s", version, cv, r.Role, r.Settings, opts.Samples, opts.Turns.Tag()),
 			})
 		}
 	}
@@ -158,8 +166,8 @@ type unitState struct {
 }
 
 // Process implements pipeline.Stage. It answers every done curate unit of
-// the task's variants; a curate unit that is missing or failed gives no
-// respond unit. A rejected request (400) or an answer that stays empty fails
+// the task's variants at a selected turn (Options.Turns); a curate unit
+// that is missing or failed gives no respond unit. A rejected request (400) or an answer that stays empty fails
 // its unit with the error and raw text kept; endpoint errors that would fail
 // every unit (bad key, budget reached, cancellation) are returned.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
@@ -169,6 +177,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 	}
 	var states []*unitState
 	var jobs []job
+	userTurns := t.Conv.UserTurns()
 	results := make([]pipeline.Result, 0, len(t.Variants))
 	firstOf := make([]int, 0, len(t.Variants)) // first state of each result
 	for _, v := range t.Variants {
@@ -179,7 +188,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		results = append(results, pipeline.Result{Variant: v})
 		firstOf = append(firstOf, len(states))
 		for _, u := range stored {
-			if u.Variant != info.strategy || u.Version != info.curateVer || u.Status != ledger.Done {
+			if u.Variant != info.strategy || u.Version != info.curateVer || u.Status != ledger.Done || !s.opts.Turns.Has(u.Turn, userTurns) {
 				continue
 			}
 			x, err := curate.DecodeContext(u.Output)

@@ -2,6 +2,7 @@ package respond_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,75 @@ func TestVariantNames(t *testing.T) {
 	}
 	if _, err := respond.New(nil, stored{}, respond.Options{Strategies: []string{"lt"}, CurateVersions: map[string]string{}}); err == nil {
 		t.Error("a strategy that was never curated must be refused")
+	}
+}
+
+// last_turns answers only the final curated turns of each conversation
+// (from_turn, when set, bounds them too), and goes into the version only
+// when set.
+func TestTurnSelection(t *testing.T) {
+	c := &conv.Conversation{ID: "c1"}
+	var units stored
+	for turn := 1; turn <= 4; turn++ {
+		c.Messages = append(c.Messages, conv.Message{Role: conv.User, Content: fmt.Sprint("q", turn)}, conv.Message{Role: conv.Assistant, Content: fmt.Sprint("a", turn)})
+		if turn == 1 {
+			continue
+		}
+		x := curate.Context{Strategy: "fc", Turn: turn, Parts: []curate.Part{curate.MessagePart(2 * (turn - 1))}, Tokens: 3}
+		b, _ := curate.EncodeContext(x)
+		units = append(units, ledger.Unit{ConvID: "c1", Turn: turn, Variant: "fc", Version: "cv", Status: ledger.Done, Output: b})
+	}
+	srv := llmtest.New(t, llmtest.Options{})
+	srv.Add(llmtest.Rule{Func: func(r llmtest.ChatRequest) llmtest.Reply { return llmtest.Reply{Content: "answer to " + r.Last()} }})
+	client, err := llm.New(llm.Options{Endpoints: []llm.Endpoint{{Name: "ep", BaseURL: srv.URL, Model: "m", Timeout: 5 * time.Second, MaxAttempts: 2}}, Cache: llm.NewMemCache()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := respond.Options{Strategies: []string{"fc"}, CurateVersions: map[string]string{"fc": "cv"}}
+	plain, err := respond.New(client, units, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		turns pipeline.Turns
+		want  []int
+		tag   string
+	}{
+		{pipeline.Turns{}, []int{2, 3, 4}, ""},
+		{pipeline.Turns{Last: 1}, []int{4}, ";last=1"},
+		{pipeline.Turns{Last: 2}, []int{3, 4}, ";last=2"},
+		{pipeline.Turns{From: 4, Last: 3}, []int{4}, ";from=4;last=3"},
+		{pipeline.Turns{From: 3}, []int{3, 4}, ";from=3"},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range cases {
+		opts := base
+		opts.Turns = tc.turns
+		st, err := respond.New(client, units, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := st.Variants()[0].Version; v != plain.Variants()[0].Version+tc.tag {
+			t.Errorf("%+v: version %q", tc.turns, v)
+		}
+		res, err := st.Process(ctx, pipeline.Task{Conv: c, Variants: st.Variants()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, u := range res[0].Units {
+			got = append(got, u.Turn)
+			o, _ := respond.Decode(u.Output)
+			if u.Failed || o.Samples[0].Text != fmt.Sprint("answer to q", u.Turn) {
+				t.Errorf("%+v turn %d: %+v", tc.turns, u.Turn, o)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%+v: answered turns %v, want %v", tc.turns, got, tc.want)
+		}
+	}
+	if _, err := respond.New(client, units, respond.Options{Strategies: []string{"fc"}, CurateVersions: map[string]string{"fc": "cv"}, Turns: pipeline.Turns{Last: -2}}); err == nil {
+		t.Error("negative last_turns accepted")
 	}
 }
