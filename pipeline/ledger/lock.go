@@ -39,6 +39,15 @@ func lockRun(path string) (*writerLock, error) {
 		if errors.Is(err, errWouldBlock) {
 			le := &LockedError{Path: path}
 			le.PID, le.Host = readHolder(f)
+			if pid := kernelHolder(f); pid > 0 && pid != le.PID {
+				// The holder has taken the lock but not yet written its
+				// text (or the text is a previous writer's): the kernel's
+				// record is the truth, and locks are local to this host.
+				le.PID, le.Host = pid, ""
+				if h, err := os.Hostname(); err == nil {
+					le.Host = h
+				}
+			}
 			return nil, le
 		}
 		return nil, fmt.Errorf("locking the run's lock file %s: %w", lp, err)
