@@ -128,9 +128,18 @@ func failureReason(err string) string {
 	if s == "" {
 		return "no error recorded"
 	}
-	s = quotedRe.ReplaceAllString(s, `"…"`)
-	s = digitsRe.ReplaceAllString(s, "N")
-	s = spacesRe.ReplaceAllString(s, " ")
+	// Masking can pair quotes that were not paired before (a masked span's
+	// quotes next to a stray one), so repeat until nothing changes: a reason
+	// must be its own reason or equal errors would group apart.
+	for range 8 {
+		next := quotedRe.ReplaceAllString(s, `"…"`)
+		next = digitsRe.ReplaceAllString(next, "N")
+		next = spacesRe.ReplaceAllString(next, " ")
+		if next == s {
+			break
+		}
+		s = next
+	}
 	return clip(s, 160)
 }
 
