@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/ac3/ac3/io/atomicfile"
 )
@@ -24,7 +23,7 @@ type batcher interface {
 }
 
 // fileWriter is the part shared by Writer and TableWriter: it owns the
-// pqarrow writer and the output, and cuts a row group from the builder
+// Parquet writer and the output, and cuts a row group from the builder
 // whenever the builder reaches a row or byte cap.
 //
 // A cut row group is encoded, compressed and written on a goroutine of its
@@ -38,7 +37,7 @@ type batcher interface {
 // writing a row group in the background is reported by the next call that
 // waits for it (the next cut, Close).
 type fileWriter struct {
-	fw   *pqarrow.FileWriter
+	fw   *pqFileWriter
 	buf  *bufio.Writer
 	file *atomicfile.File // set by Create: renamed into place on close
 	b    batcher
@@ -53,14 +52,14 @@ type fileWriter struct {
 
 func newFileWriter(w io.Writer, file *atomicfile.File, sc *arrow.Schema, b batcher, opts WriterOptions, longText, plain []string) (*fileWriter, error) {
 	opts = opts.withDefaults()
-	props, arrowProps, err := opts.writerProps(longText, plain)
+	props, err := opts.writerProps(longText, plain)
 	if err != nil {
 		return nil, err
 	}
 	// Parquet writes many small pieces (page headers, short pages); a
 	// buffer keeps them from becoming one syscall each on an *os.File.
 	buf := bufio.NewWriterSize(w, 1<<20)
-	fw, err := pqarrow.NewFileWriter(sc, buf, props, arrowProps)
+	fw, err := newPQFileWriter(sc, buf, props)
 	if err != nil {
 		return nil, fmt.Errorf("starting parquet file: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/compress"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 )
 
 // Compression is the codec used for every column of a written file.
@@ -99,10 +98,10 @@ func (o WriterOptions) codec() (compress.Compression, error) {
 // off (texts rarely repeat, and nobody filters on the lexically smallest
 // message), so both are turned off there. plain names columns that only
 // lose the dictionary.
-func (o WriterOptions) writerProps(longText, plain []string) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties, error) {
+func (o WriterOptions) writerProps(longText, plain []string) (*parquet.WriterProperties, error) {
 	codec, err := o.codec()
 	if err != nil {
-		return nil, pqarrow.ArrowWriterProperties{}, err
+		return nil, err
 	}
 	props := []parquet.WriterProperty{
 		parquet.WithCompression(codec),
@@ -128,8 +127,5 @@ func (o WriterOptions) writerProps(longText, plain []string) (*parquet.WriterPro
 	for _, p := range plain {
 		props = append(props, parquet.WithDictionaryFor(p, false))
 	}
-	// Storing the Arrow schema lets Arrow-based readers (pyarrow, DuckDB's
-	// Arrow path, ours) get back the exact types and the ac3.schema key.
-	return parquet.NewWriterProperties(props...),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()), nil
+	return parquet.NewWriterProperties(props...), nil
 }
