@@ -22,12 +22,13 @@ import (
 // deterministic and readable by anyone), only made faster. Decoding and the
 // streaming reader and writer are Arrow's own.
 //
-// Second, every codec's Decode panics when the data does not decompress,
-// and pqarrow decodes the children of a struct column on errgroup
-// goroutines, where no recover of ours can reach: one corrupt page in a
-// nested column would kill the process. safeDecode wraps each registered
-// codec so a failed Decode returns nil instead; the page reader then sees
-// fewer bytes than the page header promised and returns an error.
+// Second, every codec's Decode panics when the data does not decompress.
+// Our reader decodes on the caller's goroutine, where CatchPanic would
+// catch that, but a panic is a poor way to report a corrupt page and other
+// code may decode on goroutines of its own. safeDecode wraps each
+// registered codec so a failed Decode returns nil instead; the page reader
+// then sees fewer bytes than the page header promised and returns an
+// error.
 //
 // Both replacements are installed once, in init, because Arrow's codec
 // registry is a plain map read without a lock: changing it later could race

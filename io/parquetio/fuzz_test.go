@@ -41,8 +41,9 @@ func FuzzParquetReader(f *testing.F) {
 
 // TestCorruptPagesAreErrors replays two fuzzer finds in the nested
 // conversation column of a WildChat-shaped file: a page typed as a
-// dictionary page without a dictionary page header (Arrow dereferenced nil
-// on one of pqarrow's goroutines, killing the process), and a chunk whose
+// dictionary page without a dictionary page header (Arrow dereferenced nil;
+// when pqarrow read the file that was on a goroutine of its own and killed
+// the process), and a chunk whose
 // pages hold fewer values than its metadata says (Arrow read page headers
 // from stale buffer bytes past the chunk's end and spun forever). Both must
 // be an error that names the file and the row group.

@@ -2,9 +2,14 @@ package parquetio
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -13,6 +18,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/compress"
+	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 )
 
@@ -94,6 +100,39 @@ func appendRandom(b array.Builder, f arrow.Field, rng *rand.Rand, nullRate, empt
 		b.Append(rng.Float32())
 	case *array.Float64Builder:
 		b.Append(rng.NormFloat64())
+	case *array.TimestampBuilder:
+		b.Append(arrow.Timestamp(1_700_000_000_000_000 + rng.Int64N(1e12)))
+	case *array.Date32Builder:
+		b.Append(arrow.Date32(19_000 + rng.Int32N(1000)))
+	case *array.Int8Builder:
+		b.Append(int8(rng.IntN(256) - 128))
+	case *array.Uint8Builder:
+		b.Append(uint8(rng.IntN(256)))
+	case *array.Int16Builder:
+		b.Append(int16(rng.IntN(1 << 16)))
+	case *array.Uint16Builder:
+		b.Append(uint16(rng.IntN(1 << 16)))
+	case *array.Uint32Builder:
+		b.Append(rng.Uint32())
+	case *array.Uint64Builder:
+		b.Append(rng.Uint64())
+	case *array.FixedSizeBinaryBuilder:
+		v := make([]byte, f.Type.(*arrow.FixedSizeBinaryType).ByteWidth)
+		for i := range v {
+			v[i] = byte(rng.IntN(256))
+		}
+		b.Append(v)
+	case *array.MapBuilder:
+		if rng.Float64() < emptyRate {
+			b.Append(true)
+			return
+		}
+		b.Append(true)
+		mt := f.Type.(*arrow.MapType)
+		for k := range 1 + rng.IntN(3) {
+			b.KeyBuilder().(*array.StringBuilder).Append(fmt.Sprintf("k%d", k))
+			appendRandom(b.ItemBuilder(), mt.ItemField(), rng, nullRate, emptyRate, longText, row)
+		}
 	case *array.ListBuilder:
 		elem := f.Type.(*arrow.ListType).ElemField()
 		if rng.Float64() < emptyRate {
@@ -222,5 +261,162 @@ func sameFile(t *testing.T, a, b []byte) {
 	slices.Sort(fb)
 	if !bytes.Equal(fa, fb) {
 		t.Fatal("our file's footer differs from pqarrow's")
+	}
+}
+
+// thirdPartySchema adds to compatSchema types that only other writers
+// produce: timestamps, narrow and unsigned integers, dates, fixed-size
+// binary and maps.
+func thirdPartySchema() *arrow.Schema {
+	fields := compatSchema().Fields()
+	fields = append(fields,
+		arrow.Field{Name: "ts_us", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+		arrow.Field{Name: "ts_ms", Type: &arrow.TimestampType{Unit: arrow.Millisecond}, Nullable: true},
+		arrow.Field{Name: "day", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		arrow.Field{Name: "i8", Type: arrow.PrimitiveTypes.Int8, Nullable: true},
+		arrow.Field{Name: "u8", Type: arrow.PrimitiveTypes.Uint8},
+		arrow.Field{Name: "i16", Type: arrow.PrimitiveTypes.Int16, Nullable: true},
+		arrow.Field{Name: "u16", Type: arrow.PrimitiveTypes.Uint16, Nullable: true},
+		arrow.Field{Name: "u32", Type: arrow.PrimitiveTypes.Uint32, Nullable: true},
+		arrow.Field{Name: "u64", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
+		arrow.Field{Name: "fsb", Type: &arrow.FixedSizeBinaryType{ByteWidth: 5}, Nullable: true},
+		arrow.Field{Name: "scores", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64), Nullable: true},
+		arrow.Field{Name: "moderation", Type: arrow.ListOf(arrow.StructOf(
+			arrow.Field{Name: "flags", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.FixedWidthTypes.Boolean), Nullable: true},
+			arrow.Field{Name: "at", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+		)), Nullable: true},
+	)
+	return arrow.NewSchema(fields, nil)
+}
+
+// jsonRows renders every row of a batch source as JSON, as Meta renders
+// WildChat's columns.
+func jsonRows(t *testing.T, next func() (arrow.Record, error)) []string {
+	t.Helper()
+	var rows []string
+	for {
+		rec, err := next()
+		if errors.Is(err, io.EOF) {
+			return rows
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range int(rec.NumRows()) {
+			var b []byte
+			for c := range int(rec.NumCols()) {
+				b = appendJSONString(b, rec.ColumnName(c))
+				b = append(b, ':')
+				b = appendJSONValue(b, rec.Column(c), i)
+				b = append(b, ' ')
+			}
+			rows = append(rows, string(b))
+		}
+	}
+}
+
+// readBoth reads every column of the file at path with our reader and with
+// pqarrow, row by row as JSON.
+func readBoth(t *testing.T, path string) (ours, theirs []string) {
+	t.Helper()
+	src, _, err := openParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ours = jsonRows(t, src.NextBatch)
+
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 100}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	theirs = jsonRows(t, func() (arrow.Record, error) {
+		if rr.Next() {
+			return rr.Record(), nil
+		}
+		if err := rr.Err(); err != nil && err != io.EOF {
+			return nil, err
+		}
+		return nil, io.EOF
+	})
+	return ours, theirs
+}
+
+// TestReaderMatchesPqarrow reads files written by pqarrow, with and without
+// the stored Arrow schema, and the committed fixtures, with our assembly and
+// with pqarrow's, and wants the same values.
+func TestReaderMatchesPqarrow(t *testing.T) {
+	sc := thirdPartySchema()
+	for _, tc := range []struct {
+		name                string
+		rows                int
+		nullRate, emptyRate float64
+		store               bool
+		props               *parquet.WriterProperties
+	}{
+		{"no-nulls", 300, 0, 0, true, parquet.NewWriterProperties()},
+		{"some-nulls", 700, 0.25, 0.25, true, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(300))},
+		{"some-nulls-no-arrow-schema", 700, 0.25, 0.25, false, parquet.NewWriterProperties(parquet.WithDataPageSize(1024))},
+		{"all-nulls", 50, 1, 0, true, parquet.NewWriterProperties()},
+		{"all-empty", 50, 0, 1, false, parquet.NewWriterProperties(parquet.WithDataPageVersion(parquet.DataPageV2))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tc.rows), 7))
+			rec := randomRecord(sc, tc.rows, rng, tc.nullRate, tc.emptyRate, false)
+			defer rec.Release()
+			var buf bytes.Buffer
+			var aprops []pqarrow.WriterOption
+			if tc.store {
+				aprops = append(aprops, pqarrow.WithStoreSchema())
+			}
+			fw, err := pqarrow.NewFileWriter(sc, &buf, tc.props, pqarrow.NewArrowWriterProperties(aprops...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fw.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			if err := fw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "f.parquet")
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ours, theirs := readBoth(t, path)
+			sameRows(t, ours, theirs)
+		})
+	}
+	for _, name := range []string{"canonical.parquet", "wildchat-sample5.parquet", "wildchat-bad.parquet"} {
+		t.Run(name, func(t *testing.T) {
+			ours, theirs := readBoth(t, filepath.Join("../../fixtures/columnar", name))
+			sameRows(t, ours, theirs)
+		})
+	}
+}
+
+func sameRows(t *testing.T, ours, theirs []string) {
+	t.Helper()
+	if len(ours) != len(theirs) {
+		t.Fatalf("we read %d rows, pqarrow %d", len(ours), len(theirs))
+	}
+	for i := range ours {
+		if ours[i] != theirs[i] {
+			t.Fatalf("row %d differs:\n ours   %.1500s\n theirs %.1500s", i, ours[i], theirs[i])
+		}
 	}
 }

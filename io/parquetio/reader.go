@@ -2,19 +2,19 @@ package parquetio
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/file"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/ac3/ac3/io/record"
 )
@@ -64,70 +64,62 @@ func CatchPanic(f func() error) (err error) {
 // "wildchat". A file with other columns is refused with an error that lists
 // them.
 //
-// The reader pulls readBatchRows rows at a time through pqarrow's record
-// reader, reading pages as it goes, so memory stays bounded by one batch and
-// one page per column whatever the file and row group sizes (two of each for
-// nested columns, which a checker decodes first; see validate.go). A corrupt
-// row group is an error from Next that names the file and the row group.
+// Only the columns the format's decoder uses are read (see projection).
+// The reader decodes readBatchRows rows at a time, reading pages as it
+// goes, so memory stays bounded by one batch and one page per column
+// whatever the file and row group sizes. A corrupt row group is an error
+// from Next that names the file and the row group.
 func OpenReader(path string) (record.Reader, string, error) {
-	f, err := os.Open(path)
+	src, full, err := openParquet(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("opening %s: %w", path, err)
+		return nil, "", err
 	}
-	var (
-		src    *parquetSource
-		schema *arrow.Schema
-	)
-	err = CatchPanic(func() error {
-		// Not LimitedAllocator: Parquet sizes are 32-bit, so a corrupt one
-		// costs at most a 2 GiB allocation that then fails to fill, while
-		// a refused allocation panics, which is fatal when it happens in
-		// one of pqarrow's struct-reading goroutines. The checker
-		// (validate.go) reads with LimitedAllocator instead, so absurd
-		// sizes in the nested columns are refused before pqarrow sees them.
-		mem := memory.NewGoAllocator()
-		pf, err := file.NewParquetReader(f, file.WithReadProps(readProps(mem)))
-		if err != nil {
-			return err
-		}
-		if err := checkMetadata(pf); err != nil {
-			return err
-		}
-		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: readBatchRows}, mem)
-		if err != nil {
-			return err
-		}
-		if schema, err = fr.Schema(); err != nil {
-			return err
-		}
-		// A second reader over the same file and already parsed footer,
-		// identical but for its allocator, for the checker.
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		limited := LimitedAllocator(st.Size())
-		cf, err := file.NewParquetReader(f, file.WithReadProps(readProps(limited)), file.WithMetadata(pf.MetaData()))
-		if err != nil {
-			return err
-		}
-		src = &parquetSource{f: f, fr: fr, checker: newRowGroupChecker(f, st.Size(), cf, limited, fr.Manifest)}
-		return nil
-	})
-	if err != nil {
-		f.Close()
-		return nil, "", fmt.Errorf("opening parquet file %s: %w", path, err)
-	}
-	r, format, err := NewBatchReader(path, schema, src)
+	dec, format, err := chooseDecoder(path, full)
 	if err != nil {
 		src.Close()
 		return nil, "", err
 	}
-	return r, format, nil
+	src.project(projectionFor(format))
+	return &batchReader{name: path, src: src, dec: dec}, format, nil
 }
 
-// readProps are the reader properties for both of OpenReader's readers:
-// they must match so the row group check reads exactly what pqarrow reads.
+// openParquet opens path and maps its schema; it returns the source, with
+// every column selected, and the file's whole Arrow schema.
+func openParquet(path string) (*parquetSource, *arrow.Schema, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	src := &parquetSource{f: f}
+	err = CatchPanic(func() error {
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		// Every buffer is sized from lengths the file declares; the
+		// limited allocator turns an absurd one into a panic that
+		// CatchPanic reports, instead of a fatal out-of-memory error.
+		src.size, src.mem = st.Size(), LimitedAllocator(st.Size())
+		if src.pf, err = file.NewParquetReader(f, file.WithReadProps(readProps(src.mem))); err != nil {
+			return err
+		}
+		if err := checkMetadata(src.pf); err != nil {
+			return err
+		}
+		if src.nodes, err = readTree(src.pf.MetaData().Schema); err != nil {
+			return err
+		}
+		src.project(projection{})
+		return nil
+	})
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("opening parquet file %s: %w", path, err)
+	}
+	return src, src.schema, nil
+}
+
+// readProps are the reader properties of OpenReader.
 func readProps(mem memory.Allocator) *parquet.ReaderProperties {
 	props := parquet.NewReaderProperties(mem)
 	// Read column chunks through a small buffer instead of loading each
@@ -138,67 +130,180 @@ func readProps(mem memory.Allocator) *parquet.ReaderProperties {
 	return props
 }
 
-// parquetSource adapts pqarrow's record reader to BatchSource. It reads one
-// row group at a time, each through its own record reader, with a
-// rowGroupCheck one batch ahead of it (see validate.go).
+// projection names what a decoder reads: the top-level columns (nil: all)
+// and the fields of the message list's elements.
+type projection struct {
+	columns  []string
+	messages string
+}
+
+// messageFields are the fields of a message that decoders read. WildChat's
+// messages have a dozen more (country, header, hashed_ip, ...), which
+// conversations have no place for.
+var messageFields = []string{FieldRole, FieldContent}
+
+func projectionFor(format string) projection {
+	if format == FormatWildChat {
+		// Every other top-level column goes into Meta.
+		return projection{messages: wcConversation}
+	}
+	return projection{
+		columns: []string{ColID, ColSourceFile, ColSourceLine, ColSourceRow, ColFormat, ColSystem,
+			ColMessages, ColLanguage, ColToxic, ColRedacted, ColMeta},
+		messages: ColMessages,
+	}
+}
+
+// parquetSource reads the projected columns of a Parquet file as Arrow
+// record batches, one row group after another (see assemble.go).
 type parquetSource struct {
-	f       *os.File
-	fr      *pqarrow.FileReader
-	checker *rowGroupChecker
-	next    int                  // next row group to open
-	rr      pqarrow.RecordReader // reader of row group next-1, or nil
-	check   *rowGroupCheck       // the checker's position in it
+	f      *os.File
+	size   int64
+	pf     *file.Reader
+	mem    memory.Allocator
+	nodes  []*readNode // the top-level columns read
+	leaves []*readNode // their leaf columns
+	schema *arrow.Schema
+	next   int          // next row group to open
+	open   bool         // row group next-1 has rows left
+	cur    arrow.Record // the batch last returned
+}
+
+// schemaOf is the Arrow schema of nodes, with the file's key-value
+// metadata (ac3.schema among it).
+func (s *parquetSource) schemaOf(nodes []*readNode) *arrow.Schema {
+	fields := make([]arrow.Field, len(nodes))
+	for i, n := range nodes {
+		fields[i] = n.field
+	}
+	var keys, values []string
+	kv := s.pf.MetaData().KeyValueMetadata()
+	for i, k := range kv.Keys() {
+		if k != arrowSchemaKey {
+			keys, values = append(keys, k), append(values, kv.Values()[i])
+		}
+	}
+	md := arrow.NewMetadata(keys, values)
+	return arrow.NewSchema(fields, &md)
+}
+
+// project keeps the columns p names, and only role and content of the
+// message list's elements when they have both.
+func (s *parquetSource) project(p projection) {
+	var kept []*readNode
+	for _, n := range s.nodes {
+		if p.columns != nil && !slices.Contains(p.columns, n.field.Name) {
+			continue
+		}
+		if n.field.Name == p.messages {
+			n.keepElementFields(messageFields)
+		}
+		kept = append(kept, n)
+	}
+	s.nodes, s.leaves = kept, nil
+	for _, n := range kept {
+		s.leaves = n.leaves(s.leaves)
+	}
+	s.schema = s.schemaOf(kept)
 }
 
 func (s *parquetSource) NextBatch() (arrow.Record, error) {
+	s.release()
 	for {
-		if s.rr != nil {
-			rg := s.next - 1
-			if err := s.check.advance(); err != nil {
-				return nil, fmt.Errorf("row group %d failed its integrity check, not read: %w", rg, err)
+		if s.open {
+			rec, err := s.readBatch()
+			if err != nil {
+				return nil, fmt.Errorf("row group %d: %w", s.next-1, err)
 			}
-			if s.rr.Next() {
-				return s.rr.Record(), nil
+			if rec != nil {
+				s.cur = rec
+				return rec, nil
 			}
-			// pqarrow reports the end of data as a bare io.EOF from Err,
-			// or as no error. A wrapped EOF is a truncated page, not the
-			// end.
-			if err := s.rr.Err(); err != nil && err != io.EOF {
-				return nil, fmt.Errorf("row group %d: %w", rg, err)
-			}
-			s.closeRowGroup()
+			s.open = false
 		}
-		if s.next >= s.fr.ParquetReader().NumRowGroups() {
+		if s.next >= s.pf.NumRowGroups() {
 			return nil, io.EOF
 		}
 		rg := s.next
 		s.next++
-		// Building the record reader opens the row group's page readers,
-		// on pqarrow's goroutines for struct children, so the checker
-		// opens them first.
-		check, err := s.checker.open(rg)
-		if err != nil {
+		if err := s.openRowGroup(rg); err != nil {
 			return nil, fmt.Errorf("row group %d failed its integrity check, not read: %w", rg, err)
 		}
-		rr, err := s.fr.GetRecordReader(context.Background(), nil, []int{rg})
-		if err != nil {
-			check.release()
-			return nil, fmt.Errorf("row group %d: %w", rg, err)
-		}
-		s.rr, s.check = rr, check
+		s.open = true
 	}
 }
 
-func (s *parquetSource) closeRowGroup() {
-	if s.rr != nil {
-		s.rr.Release()
-		s.check.release()
-		s.rr, s.check = nil, nil
+// openRowGroup checks the page headers of every column (pagewalk.go), read
+// or not, so a corrupt file is refused whichever columns a format uses,
+// and points the leaves' record readers at row group rg.
+func (s *parquetSource) openRowGroup(rg int) error {
+	g := s.pf.RowGroup(rg)
+	md := s.pf.MetaData()
+	for col := range g.NumColumns() {
+		if err := walkPages(s.f, s.size, md, g, col); err != nil {
+			return fmt.Errorf("column %s: %w", md.Schema.Column(col).Path(), err)
+		}
+	}
+	for _, leaf := range s.leaves {
+		path := md.Schema.Column(leaf.col).Path()
+		pr, err := g.GetColumnPageReader(leaf.col)
+		if err != nil {
+			return fmt.Errorf("column %s: %w", path, err)
+		}
+		if leaf.rr == nil {
+			leaf.rr = file.NewRecordReader(md.Schema.Column(leaf.col), leaf.info, leaf.field.Type, s.mem, s.pf.BufferPool())
+		}
+		leaf.rr.SetPageReader(pr)
+	}
+	return nil
+}
+
+// readBatch reads the next readBatchRows rows of the open row group, or
+// returns nil at its end.
+func (s *parquetSource) readBatch() (arrow.Record, error) {
+	cols := make([]arrow.Array, 0, len(s.nodes))
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	rows := -1
+	for _, n := range s.nodes {
+		if err := n.loadBatch(readBatchRows); err != nil {
+			return nil, fmt.Errorf("column %s: %w", n.field.Name, err)
+		}
+		a, err := n.build(readBatchRows, s.mem)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", n.field.Name, err)
+		}
+		cols = append(cols, a)
+		if rows < 0 {
+			rows = a.Len()
+		} else if a.Len() != rows {
+			return nil, fmt.Errorf("column %s has %d rows where %s has %d", n.field.Name, a.Len(), s.nodes[0].field.Name, rows)
+		}
+	}
+	if rows <= 0 {
+		return nil, nil
+	}
+	return array.NewRecord(s.schema, cols, int64(rows)), nil
+}
+
+func (s *parquetSource) release() {
+	if s.cur != nil {
+		s.cur.Release()
+		s.cur = nil
 	}
 }
 
 func (s *parquetSource) Close() error {
-	s.closeRowGroup()
+	s.release()
+	for _, leaf := range s.leaves {
+		if leaf.rr != nil {
+			leaf.rr.Release()
+			leaf.rr = nil
+		}
+	}
 	return s.f.Close()
 }
 
@@ -318,25 +423,11 @@ func (r *batchReader) Close() error {
 
 var errReaderClosed = errors.New("reader is closed")
 
-// checkMetadata decodes every column chunk's metadata once, here, on the
-// caller's goroutine. pqarrow does the same later on errgroup goroutines,
-// where a panic on corrupt metadata would be beyond CatchPanic's reach and
-// would end the process.
+// checkMetadata decodes every column chunk's metadata once, up front, so
+// that a corrupt footer is an error when the file is opened rather than in
+// the middle of it.
 func checkMetadata(pf *file.Reader) error {
 	md := pf.MetaData()
-	if v := md.KeyValueMetadata().FindValue("ARROW:schema"); v != nil {
-		// pqarrow decodes this with Arrow's IPC reader (see fbcheck.go).
-		raw, err := base64.StdEncoding.DecodeString(*v)
-		if err != nil {
-			// pqarrow tries the raw-URL alphabet too; leave that to it.
-			raw, err = base64.RawStdEncoding.DecodeString(*v)
-		}
-		if err == nil {
-			if err := checkStoredArrowSchema(raw); err != nil {
-				return err
-			}
-		}
-	}
 	for rg := 0; rg < len(md.RowGroups); rg++ {
 		g := md.RowGroup(rg)
 		if g.NumColumns() != md.Schema.NumColumns() {

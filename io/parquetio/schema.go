@@ -37,8 +37,9 @@ const (
 // MessagesType returns list<struct<role: utf8, content: utf8>>, the Arrow type
 // of a conversation's messages. The list element is named "element" and is
 // nullable because that is how the Parquet LIST convention (and pyarrow)
-// spell it; pqarrow writes it that way whatever we ask, and matching it
-// keeps the schema read back from a file equal to the one written.
+// spell it; the writer writes it that way whatever we ask (pqschema.go),
+// and matching it keeps the schema read back from a file equal to the one
+// written.
 func MessagesType() arrow.DataType {
 	return arrow.ListOfField(arrow.Field{
 		Name: "element",
