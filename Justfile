@@ -27,11 +27,27 @@ fuzz seconds="5":
 # throughput against the decompress floor, curation against the tokenizer,
 # peak RSS at 10k and 200k conversations, then the model client's throughput
 # at 600 RPM / 16 concurrent (clean and under a 20% 429 storm, ~8 minutes),
-# and the dry run's forecast per conversation.
+# and the dry run's forecast per conversation. Then the model stages as the
+# engine runs them (issue 15: classify, gated-reset, respond and judge at
+# 0.2/1/3 s latency, calls/s as a share of the endpoint's limits, ~15
+# minutes), the planner and limiter at 1k against 100k conversations (issue
+# 9: calls/s ratio, target >= 0.9), and last every command of a heuristic run
+# at 10k, 100k and 1M conversations with its wall time and peak RSS (issue 9;
+# hours at 1M: `just bench-scale 10000,100000` for less).
 bench:
-    go test -run '^$' -bench . -benchtime 1x -timeout 60m ./pipeline/bench/
+    go test -run '^$' -bench 'Ingest|Curate|RSS' -benchtime 1x -timeout 60m ./pipeline/bench/
     go test -run '^$' -bench Estimate -benchtime 1x ./pipeline/run/
     go test -run '^$' -bench Throughput -benchtime 1x -timeout 30m ./pipeline/llm/
+    go test -run '^$' -bench '^BenchmarkModelStages$' -benchtime 1x -timeout 60m ./pipeline/modelstages/
+    go test -run '^$' -bench '^BenchmarkPlannerAtScale$' -benchtime 1x -timeout 60m ./pipeline/modelstages/
+    AC3_BENCH_SCALE=10000,100000,1000000 go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 720m ./pipeline/bench/
+
+# Every command of a heuristic run (ingest, annotate, curate with six
+# strategies, status, inspect, dry run, report, exports) at each size, in its
+# own process: wall time and peak RSS, and RSS growth from the smallest size
+# to the largest (issue 9 targets: <= 1.1x, none above 1 GiB).
+bench-scale sizes="10000,100000,1000000":
+    AC3_BENCH_SCALE={{sizes}} go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 720m ./pipeline/bench/
 
 # Render the demo report in headless Chromium and save a screenshot.
 report-check: run

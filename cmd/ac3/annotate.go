@@ -42,7 +42,8 @@ Examples:
 			dbFlag,
 			&cli.StringFlag{Name: "stages", Value: "classify,constraints", Usage: "comma-separated: classify, constraints, pollution (refs come with classify)"},
 			&cli.StringFlag{Name: "annotator", Value: run.Heuristic, Usage: run.Heuristic + " | " + run.LLM + ", for classify and constraints"},
-			&cli.IntFlag{Name: "workers", Value: 4, Usage: "conversations annotated in parallel"},
+			workersFlag(4, "conversations annotated"),
+			windowFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the planned model calls and an estimated cost, change nothing"},
 		}, llmFlags()...),
 		Action: func(c *cli.Context) error {
@@ -50,8 +51,11 @@ Examples:
 			if err != nil {
 				return err
 			}
-			_, m, err := modelFlags(c, e)
+			cfg, m, err := modelFlags(c, e)
 			if err != nil {
+				return err
+			}
+			if a.Window, err = windowOf(c, cfg); err != nil {
 				return err
 			}
 			plan := run.Plan{DB: c.String("db"), Model: m, Annotate: &a}
@@ -64,7 +68,11 @@ Examples:
 }
 
 func annotateFrom(c *cli.Context) (run.Annotate, error) {
-	a := run.Annotate{Workers: c.Int("workers")}
+	var a run.Annotate
+	var err error
+	if a.Workers, err = workersOf(c); err != nil {
+		return a, err
+	}
 	ann := c.String("annotator")
 	if ann != run.Heuristic && ann != run.LLM {
 		return a, fmt.Errorf("--annotator %q: want %s or %s", ann, run.Heuristic, run.LLM)

@@ -27,6 +27,9 @@ const (
 	exitError   = 1 // the command could not do its work
 	exitFailed  = 2 // it finished, but some units failed
 	exitStopped = 3 // it stopped before the end; run it again to continue
+	exitLocked  = 4 // another process is writing the run file; nothing was done
+	exitDamaged = 5 // the run file is damaged; 'ac3 doctor' says what can be saved
+	exitFull    = 6 // the disk is full; nothing of the failed commit was kept
 )
 
 // exitStatus ends the command with a status; err, when set, is printed.
@@ -80,12 +83,17 @@ Conversation sharded JSON, and ac3's own canonical JSONL, Parquet and Arrow IPC.
 
 Exit status:
    0  done: every unit of work is recorded
-   1  the command could not do its work (bad flags or config, unreadable input,
-      a damaged run file)
+   1  the command could not do its work (bad flags or config, unreadable input)
    2  done, but some units failed; the closing line says how many, in which
       stage, and the 'ac3 retry' command that queues them again
    3  stopped before the end: Ctrl-C or SIGTERM, the budget, or a fatal endpoint
       error (a key, a model, a quota); run the same command again to continue
+   4  the run file is being written by another process (named with its PID and
+      host); nothing was done: wait for it, or stop it, and run again
+   5  the run file is damaged; 'ac3 doctor --db RUN.db' checks it and copies
+      what is readable into a new run
+   6  the disk is full; nothing of the failed commit was kept: free some space
+      and run the same command again to continue
 
 The first Ctrl-C lets work in flight finish and be recorded; a second one
 abandons it (it runs again on resume); a third quits at once.`
@@ -168,6 +176,12 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, ledger.ErrLocked):
+		return exitLocked
+	case errors.Is(err, ledger.ErrDamaged):
+		return exitDamaged
+	case errors.Is(err, ledger.ErrDiskFull):
+		return exitFull
 	case errors.As(err, &es):
 		return es.code
 	case run.IsStop(err):
@@ -205,4 +219,31 @@ func cmpOr[T comparable](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// errorLine is the one line main prints for a command's error. A refused
+// writer, a damaged run file and a full disk are said by the run file's own
+// error, whatever the command was doing when it met them: the wrapping adds
+// nothing the user can act on.
+func errorLine(err error) string {
+	var (
+		le *ledger.LockedError
+		de *ledger.DamagedError
+		fe *ledger.DiskFullError
+	)
+	msg := err.Error()
+	switch {
+	case errors.As(err, &le):
+		msg = le.Error()
+	case errors.As(err, &de):
+		msg = de.Error()
+		if !strings.Contains(msg, "ac3 doctor") {
+			msg += fmt.Sprintf("; try 'ac3 doctor --db %s'", de.Path)
+		}
+	case errors.As(err, &fe):
+		msg = fe.Error()
+	default:
+		return msg
+	}
+	return strings.Join(strings.Fields(msg), " ")
 }

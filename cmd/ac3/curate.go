@@ -107,7 +107,8 @@ func curateCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "strategies", Value: "fc,ao,lt,de", Usage: "comma-separated: " + strings.Join(curate.Names(), ", ") + "; with a model: " + strings.Join(curate.ModelNames(), ", ") + "; any NAME+constraints"},
 			&cli.IntFlag{Name: "from-turn", Value: curate.DefaultFrom, Usage: "first user turn to curate (turn 1 has no history)"},
 			&cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer encoding for token counts: " + strings.Join(tokens.Encodings(), ", ")},
-			&cli.IntFlag{Name: "workers", Value: 2, Usage: "conversations curated in parallel"},
+			workersFlag(2, "conversations curated"),
+			windowFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print what would be done, do nothing"},
 		}, append(ac3Flags(), llmFlags()...)...),
 		Action: func(c *cli.Context) error {
@@ -115,7 +116,13 @@ func curateCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			cu := run.Curate{Strategies: splitList([]string{c.String("strategies")}), FromTurn: c.Int("from-turn"), Encoding: c.String("encoding"), Workers: c.Int("workers")}
+			cu := run.Curate{Strategies: splitList([]string{c.String("strategies")}), FromTurn: c.Int("from-turn"), Encoding: c.String("encoding")}
+			if cu.Workers, err = workersOf(c); err != nil {
+				return err
+			}
+			if cu.Window, err = windowOf(c, cfg); err != nil {
+				return err
+			}
 			if cu.AC3, err = cfg.AC3(); err != nil {
 				return err
 			}

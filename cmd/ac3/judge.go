@@ -38,7 +38,8 @@ Examples:
 			&cli.StringFlag{Name: "role", Usage: "the judging role (default " + judge.DefaultRole + ")"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed for random order (default: run.seed)"},
 			&cli.IntFlag{Name: "parallel", Value: 4, Usage: "calls in flight per conversation"},
-			&cli.IntFlag{Name: "workers", Value: 2, Usage: "conversations in parallel"},
+			windowFlag(),
+			modelWorkersFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and the estimated cost, call nothing"},
 		),
 		Action: func(c *cli.Context) error {
@@ -47,7 +48,10 @@ Examples:
 				return err
 			}
 			a := run.Judge{Pairs: splitList(c.StringSlice("pairs")), Order: c.String("order"), Context: c.String("context"),
-				Role: c.String("role"), Parallel: c.Int("parallel"), Workers: c.Int("workers")}
+				Role: c.String("role"), Parallel: c.Int("parallel")}
+			if a.Window, err = windowOf(c, cfg); err != nil {
+				return err
+			}
 			if a, err = cfg.WithJudge(a); err != nil {
 				return err
 			}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm/llmtest"
 	"github.com/ac3/ac3/pipeline/synth"
 )
 
@@ -225,5 +230,166 @@ func TestSecondInterruptWaitsForTheFinalCommit(t *testing.T) {
 	st := mustRun(t, "status", "--db", db, "--json")
 	if !bytes.Contains([]byte(st), []byte(`"records": 5000`)) || !bytes.Contains([]byte(st), []byte(`"conversations": 5000`)) {
 		t.Fatalf("after resume the run does not hold every record once:\n%s\nfirst run:\n%s", st, out.String())
+	}
+}
+
+// TestKillDuringAModelStageRepeatsNoPaidCall kills `ac3 respond` with
+// SIGKILL four times while its window of calls is open (each kill after a
+// seeded number of new requests at the endpoint), then lets it finish. From
+// the endpoint's log: no request whose answer the run file held at a kill
+// is sent after it (the only repeats are requests in flight at a kill), no
+// request is sent twice by one process, the run asks exactly what an
+// uninterrupted run asks, and it ends with the same counts.
+func TestKillDuringAModelStageRepeatsNoPaidCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := t.TempDir()
+	in := synthInput(t, dir, 21, 150, 5)
+	answer := func(r llmtest.ChatRequest) llmtest.Reply {
+		h := sha256.Sum256([]byte(fmt.Sprint(r.Messages)))
+		return llmtest.Reply{Content: "Answer " + hex.EncodeToString(h[:8]), Latency: 5 * time.Millisecond}
+	}
+	prepare := func(name string) string {
+		db := filepath.Join(dir, name+".db")
+		mustRun(t, "ingest", "--db", db, "--min-turns", "2", in)
+		mustRun(t, "curate", "--db", db, "--strategies", "fc,ao")
+		return db
+	}
+	respond := func(srv *llmtest.Server, db string) *exec.Cmd {
+		return ac3Process([]string{"OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=k", "OPENAI_MODEL=m"},
+			"respond", "--db", db, "--strategies", "fc,ao")
+	}
+	keys := func(calls []llmtest.Call) map[string]int {
+		out := map[string]int{}
+		for _, c := range calls {
+			if c.Key == "" {
+				t.Fatalf("a request without the %s header", llmtest.KeyHeader)
+			}
+			out[c.Key]++
+		}
+		return out
+	}
+
+	refSrv := llmtest.New(t, llmtest.Options{})
+	refSrv.Add(llmtest.Rule{Func: answer})
+	refDB := prepare("ref")
+	if out, err := respond(refSrv, refDB).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted respond: %v\n%s", err, out)
+	}
+	refKeys := keys(refSrv.Calls())
+	total := len(refKeys)
+	if total < 200 {
+		t.Fatalf("the uninterrupted run made %d distinct requests; the test needs more", total)
+	}
+
+	srv := llmtest.New(t, llmtest.Options{})
+	srv.Add(llmtest.Rule{Func: answer})
+	db := prepare("killed")
+	// A checkpoint is the moment a killed process was gone, with the
+	// requests whose answers the run file held then.
+	type checkpoint struct {
+		at     time.Time
+		cached map[string]bool
+	}
+	var cps []checkpoint
+	rng := rand.New(rand.NewPCG(21, 4))
+	const wantKills = 4
+	for i := range wantKills {
+		threshold := srv.Count() + total/12 + rng.IntN(total/12)
+		cmd := respond(srv, db)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		finished := false
+	poll:
+		for srv.Count() < threshold {
+			select {
+			case err := <-done:
+				finished = true
+				if err != nil {
+					t.Fatalf("respond run %d failed on its own: %v\n%s", i, err, out.String())
+				}
+				break poll
+			case <-time.After(time.Millisecond):
+			}
+		}
+		if finished {
+			t.Fatalf("respond run %d finished before its kill at request %d of about %d", i, threshold, total)
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		cp := checkpoint{at: time.Now(), cached: map[string]bool{}}
+		l, err := ledger.Open(context.Background(), db, ledger.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range keys(srv.Calls()) {
+			if _, ok, err := l.LLMCache().Get(context.Background(), k); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				cp.cached[k] = true
+			}
+		}
+		l.Close()
+		t.Logf("kill %d after %d requests: %d answers kept", i+1, srv.Count(), len(cp.cached))
+		cps = append(cps, cp)
+	}
+	if out, err := respond(srv, db).CombinedOutput(); err != nil {
+		t.Fatalf("final respond: %v\n%s", err, out)
+	}
+
+	calls := srv.Calls()
+	resent, repeats := 0, 0
+	seenIn := map[[2]any]bool{} // (process, key)
+	for _, c := range calls {
+		proc := len(cps) // the final run unless it arrived before a checkpoint
+		for j := len(cps) - 1; j >= 0; j-- {
+			if c.Time.Before(cps[j].at) {
+				proc = j
+			}
+		}
+		for j := range proc {
+			if cps[j].cached[c.Key] {
+				resent++
+				t.Errorf("request %s was sent again (arrival %d) after the run file held its answer at kill %d", c.Key[:12], c.Nth, j+1)
+				break
+			}
+		}
+		if seenIn[[2]any{proc, c.Key}] {
+			t.Errorf("request %s was sent twice by process %d", c.Key[:12], proc+1)
+		}
+		seenIn[[2]any{proc, c.Key}] = true
+		if c.Nth > 1 {
+			repeats++
+		}
+	}
+	got := keys(calls)
+	if len(got) != len(refKeys) {
+		t.Errorf("%d distinct requests, the uninterrupted run made %d", len(got), len(refKeys))
+	}
+	for k := range refKeys {
+		if got[k] == 0 {
+			t.Errorf("request %s of the uninterrupted run was never made", k[:12])
+			break
+		}
+	}
+	t.Logf("%d requests for %d distinct ones: %d repeats, all of requests in flight at one of %d kills", len(calls), len(got), repeats, len(cps))
+
+	stages := func(db string) string {
+		var out []ledger.StageStatus
+		for _, s := range runStatus(t, db).Stages {
+			if s.Stage == "respond" {
+				out = append(out, s)
+			}
+		}
+		return fmt.Sprint(out)
+	}
+	if a, b := stages(db), stages(refDB); a != b || a == "[]" {
+		t.Errorf("respond after kills and resume: %s\nuninterrupted: %s", a, b)
 	}
 }

@@ -34,7 +34,7 @@ func main() {
 	err := app.RunContext(ctx, os.Args)
 	var es *exitStatus
 	if err != nil && (!errors.As(err, &es) || es.err != nil) {
-		fmt.Fprintln(os.Stderr, "ac3:", err)
+		fmt.Fprintln(os.Stderr, "ac3:", errorLine(err))
 	}
 	os.Exit(exitCode(err))
 }

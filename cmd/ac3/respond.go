@@ -28,7 +28,8 @@ Examples:
 			&cli.StringSliceFlag{Name: "respondents", Usage: "roles that answer (default: respondent)"},
 			&cli.IntFlag{Name: "samples", Usage: "answers per context (default: the role's samples, else 1)"},
 			&cli.IntFlag{Name: "parallel", Value: 4, Usage: "calls in flight per conversation"},
-			&cli.IntFlag{Name: "workers", Value: 2, Usage: "conversations in parallel"},
+			windowFlag(),
+			modelWorkersFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and the estimated cost, call nothing"},
 		),
 		Action: func(c *cli.Context) error {
@@ -37,7 +38,10 @@ Examples:
 				return err
 			}
 			a := run.Respond{Strategies: splitList(c.StringSlice("strategies")), Respondents: splitList(c.StringSlice("respondents")),
-				Samples: c.Int("samples"), Parallel: c.Int("parallel"), Workers: c.Int("workers")}
+				Samples: c.Int("samples"), Parallel: c.Int("parallel")}
+			if a.Window, err = windowOf(c, cfg); err != nil {
+				return err
+			}
 			if a, err = cfg.WithRespond(a); err != nil {
 				return err
 			}

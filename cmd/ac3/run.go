@@ -34,7 +34,7 @@ as one JSON object with per-stage figures and total_calls, total_cost_usd.
 Config sketch (YAML; ${VAR} and ${VAR:-default} are taken from the environment;
 relative paths are relative to the config file):
 
-   run:    {db: runs/demo.db, out: runs/demo/, workers: 2}
+   run:    {db: runs/demo.db, out: runs/demo/, workers: 2, window: 0}
    input:
      files: [../wildchat/*.jsonl]
      format: auto
@@ -45,6 +45,24 @@ relative paths are relative to the config file):
      - {what: curated, format: parquet}
      - {what: quarantine, format: jsonl}
 
+Two knobs say how much runs at once, and limit different things:
+   run.workers (--workers)  CPU: conversations the rule-based stages (heuristic
+                            annotators, model-free curation) handle at once;
+                            one per core by default. It never limits model calls.
+   run.window  (--window)   model calls: tasks a model-backed stage keeps open,
+                            their requests in flight or queued at the endpoint's
+                            limits; 0 (the default) derives it from those limits
+                            (twice each endpoint's concurrency). The endpoint's
+                            limits decide what is sent:
+   endpoints.NAME.limits:   {concurrency: 16, min_concurrency: 4, rpm: 600,
+                             tpm: 2000000, patience: 30m}
+                            concurrency is the most requests in flight, which the
+                            client lowers under overload but never below
+                            min_concurrency (default a quarter of it); patience
+                            is how long one request waits out 429s before its
+                            unit fails (default 30m). models.NAME.limits
+                            overrides them per model.
+
 Examples:
    ac3 run --config fixtures/configs/wildchat.yaml
    ac3 run --config fixtures/configs/e2e.yaml --dry-run --json | jq .total_cost_usd`,
@@ -52,11 +70,21 @@ Examples:
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Required: true, Usage: "the run's config file"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan, the work left and its cost; change nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "with --dry-run, print the plan as JSON"},
+			&cli.IntFlag{Name: "workers", Usage: fmt.Sprintf(workersUsage, "conversations handled") + " (default run.workers, else one per core)"},
+			&cli.IntFlag{Name: "window", Usage: windowUsage + " (default run.window)"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := config.Load(c.String("config"), e.getenv)
 			if err != nil {
 				return err
+			}
+			if cfg.Run.Window, err = windowOf(c, cfg); err != nil {
+				return err
+			}
+			if c.IsSet("workers") {
+				if cfg.Run.Workers, err = workersOf(c); err != nil {
+					return err
+				}
 			}
 			plan, notes, err := cfg.Plan(e.getenv)
 			if err != nil {

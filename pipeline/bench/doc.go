@@ -2,6 +2,8 @@
 // issue 2, run by `just bench`: ingest → filter → Parquet against the floor
 // of decompressing and splitting the same file, curation with token counts
 // against the tokenizer alone, and peak RSS of a conversion at 10k and 200k
-// conversations. It has no code of its own; everything is in its tests. The
+// conversations, and (BenchmarkScale, issue 9) the wall time and peak RSS of
+// every command of a heuristic run at 10k, 100k and 1M conversations. It has
+// no code of its own; everything is in its tests. The
 // synthetic input is generated on first use and cached in testdata/generated.
 package bench

@@ -14,6 +14,11 @@
 //
 //     (-short skips the 3 s cells; each cell takes a little over a minute).
 //
+//   - BenchmarkPlannerAtScale, issue 9's check that the planner and the
+//     limiter do not slow with size: classify over 1k and over 100k
+//     conversations against an endpoint with no latency and high limits,
+//     printing the calls/s of each and their ratio (target >= 0.9).
+//
 //   - Tests that a stop (Ctrl-C, the budget) with the model window open
 //     loses no paid answer and that the resumed run pays for nothing twice.
 package modelstages

@@ -113,7 +113,7 @@ func (r *runner) annotate(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		res, err := r.runStage(ctx, stageRun{label: p.label, stage: st, workers: a.Workers, perConversation: true})
+		res, err := r.runStage(ctx, stageRun{label: p.label, stage: st, workers: a.Workers, window: a.Window, perConversation: true})
 		if err != nil {
 			return false, err
 		}

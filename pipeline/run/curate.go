@@ -231,7 +231,7 @@ func (r *runner) curate(ctx context.Context) (bool, error) {
 		}
 		workers = 1
 	}
-	res, err := r.runStage(ctx, stageRun{label: "curate", stage: b.stage, workers: workers})
+	res, err := r.runStage(ctx, stageRun{label: "curate", stage: b.stage, workers: workers, window: c.Window})
 	if err != nil {
 		return false, err
 	}

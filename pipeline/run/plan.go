@@ -110,15 +110,27 @@ type Annotate struct {
 	Classify    string // "" (not run), Heuristic or LLM; refs come with classify
 	Constraints string // "" (not run), Heuristic or LLM
 	Pollution   bool   // review the dataset's replies (model only)
-	Workers     int    // conversations annotated at once
+	Workers     int    // conversations a heuristic annotator labels at once (CPU)
+	Window      int    // tasks a model annotator keeps open (0: derived; see Window)
 }
+
+// Window, in Annotate, Curate, Respond and Judge, is how many tasks
+// (conversation × variant) a model-backed stage keeps open at once; their
+// units are in flight or waiting at the endpoint's limiter, so the
+// endpoint's own limits (concurrency, RPM, TPM), not this number, decide
+// what is sent. 0 derives it from those limits (pipeline.DefaultWindow:
+// twice the concurrency of each endpoint the stage calls). Workers bounds
+// the CPU-bound stages (rules, heuristics) instead: one per core keeps the
+// cores busy; model stages ignore it. Each open task holds one
+// conversation, so either knob bounds memory.
 
 // Curate builds the curated contexts.
 type Curate struct {
 	Strategies []string // strategy names, with +constraints overlays
 	FromTurn   int      // first user turn curated (curate.DefaultFrom when 0)
 	Encoding   string   // tokenizer encoding (tokens.DefaultEncoding when "")
-	Workers    int
+	Workers    int      // conversations curated at once by rule-based strategies (CPU)
+	Window     int      // tasks open when a strategy calls the analyzer (0: derived)
 	AC3        AC3
 }
 
@@ -152,7 +164,8 @@ type Respond struct {
 	Respondents []string // roles (default: respondent)
 	Samples     int      // answers per context (default 1)
 	Parallel    int      // calls in flight per conversation
-	Workers     int
+	Workers     int      // unused by this model stage; kept for symmetry with the CPU stages
+	Window      int      // tasks open at once (0: derived from the endpoints' limits)
 }
 
 // Judge compares the answers of two strategies.
@@ -161,8 +174,9 @@ type Judge struct {
 	Order    string   // judge.OrderBoth (default) or judge.OrderRandom
 	Context  string   // judge context (judge.ContextFull by default)
 	Role     string   // judge role (judge.DefaultRole by default)
-	Parallel int
-	Workers  int
+	Parallel int      // calls in flight per conversation
+	Workers  int      // unused by this model stage; kept for symmetry with the CPU stages
+	Window   int      // tasks open at once (0: derived from the endpoints' limits)
 }
 
 // Report writes the report files.

@@ -95,7 +95,7 @@ func (r *runner) respond(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	res, err := r.runStage(ctx, stageRun{label: st.Name(), stage: st, workers: a.Workers})
+	res, err := r.runStage(ctx, stageRun{label: st.Name(), stage: st, workers: a.Workers, window: a.Window})
 	if err != nil {
 		return false, err
 	}
@@ -128,7 +128,7 @@ func (r *runner) judge(ctx context.Context) (bool, error) {
 	if err := r.l.SetMeta(ctx, MetaSeed, strconv.FormatInt(r.plan.Seed, 10)); err != nil {
 		return false, err
 	}
-	res, err := r.runStage(ctx, stageRun{label: st.Name(), stage: st, workers: a.Workers})
+	res, err := r.runStage(ctx, stageRun{label: st.Name(), stage: st, workers: a.Workers, window: a.Window})
 	if err != nil {
 		return false, err
 	}

@@ -38,7 +38,8 @@ func toLedger(vs []pipeline.Variant) []ledger.Variant {
 type stageRun struct {
 	label   string
 	stage   pipeline.Stage
-	workers int
+	workers int // CPU-bound stages: tasks at once
+	window  int // model-backed stages: tasks open at once (0: derived)
 	// perConversation words the counts as conversations, for stages with
 	// one variant, where a task is a conversation.
 	perConversation bool
@@ -74,7 +75,7 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 	}
 	m := progress.Start(r.progress(), s.label, unit, pending)
 	sum, err := pipeline.Run(ctx, r.l, st, pipeline.Options{
-		Workers: s.workers, Stop: r.opts.Stop,
+		Workers: s.workers, Window: s.window, Stop: r.opts.Stop,
 		Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
 		OnCommit: func(tasks, _, _ int, tok int64) {
 			m.Add(int64(tasks), tok)

@@ -37,6 +37,9 @@ type File struct {
 		Seed      int64   `yaml:"seed"`
 		BudgetUSD float64 `yaml:"budget_usd"`
 		Workers   int     `yaml:"workers"`
+		// Window is the tasks a model-backed stage keeps open (see
+		// run.Annotate.Window); 0 derives it from the endpoints' limits.
+		Window int `yaml:"window"`
 	} `yaml:"run"`
 	Input struct {
 		Files        []string `yaml:"files"`
@@ -97,12 +100,6 @@ type endpointConfig struct {
 	Timeout        string            `yaml:"timeout"`   // per attempt, e.g. 120s
 	MaxAttempts    int               `yaml:"max_attempts"`
 	Limits         limitsConfig      `yaml:"limits"`
-}
-
-type limitsConfig struct {
-	Concurrency int `yaml:"concurrency"`
-	RPM         int `yaml:"rpm"`
-	TPM         int `yaml:"tpm"`
 }
 
 // modelConfig is a model served by an endpoint, with its price per million
@@ -193,12 +190,20 @@ func (c *File) validate() error {
 			return fmt.Errorf("export[%d]: %w", i, err)
 		}
 	}
+	if err := c.checkRun(); err != nil {
+		return err
+	}
 	if c.Stages.Curate != nil && len(c.Stages.Curate.Strategies) == 0 {
 		return fmt.Errorf("stages.curate.strategies: list at least one strategy")
 	}
 	for name, m := range c.Models {
 		if _, ok := c.Endpoints[m.Endpoint]; !ok {
 			return fmt.Errorf("models.%s.endpoint: no endpoint named %q", name, m.Endpoint)
+		}
+		if m.Limits != nil {
+			if err := m.Limits.check("models." + name + ".limits"); err != nil {
+				return err
+			}
 		}
 	}
 	for name, r := range c.Roles {
@@ -219,6 +224,9 @@ func (c *File) validate() error {
 		case "", "json_object", "json_schema":
 		default:
 			return fmt.Errorf("endpoints.%s.json_mode: %q is not one of json_object, json_schema", name, ep.JSONMode)
+		}
+		if err := ep.Limits.check("endpoints." + name + ".limits"); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -289,7 +297,7 @@ func annotatorOf(n yaml.Node, path string) (string, error) {
 // share the classify call, so a refs section alone runs classify, and one
 // beside classify must name the same annotator. notes are lines to show.
 func (c *File) Annotate() (a run.Annotate, notes []string, err error) {
-	a.Workers = c.Run.Workers
+	a.Workers, a.Window = c.Run.Workers, c.Run.Window
 	st := c.Stages
 	if a.Classify, err = annotatorOf(st.Classify, "stages.classify"); err != nil {
 		return a, nil, err
@@ -339,7 +347,7 @@ func (c *File) Respond() (*run.Respond, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	return &run.Respond{Strategies: rc.Strategies, Respondents: rc.Respondents, Samples: rc.Samples, Parallel: rc.Parallel, Workers: c.Run.Workers}, nil
+	return &run.Respond{Strategies: rc.Strategies, Respondents: rc.Respondents, Samples: rc.Samples, Parallel: rc.Parallel, Workers: c.Run.Workers, Window: c.Run.Window}, nil
 }
 
 // Samples is the answers per context for roles when none is set: the
@@ -420,7 +428,7 @@ func (c *File) Judge() (*run.Judge, error) {
 			return nil, fmt.Errorf("stages.judge.dimensions: %q is not one of %s", d, strings.Join(judge.Dimensions(), ", "))
 		}
 	}
-	return &run.Judge{Pairs: jc.Pairs, Order: jc.Order, Context: jc.Context, Role: jc.Role, Parallel: jc.Parallel, Workers: c.Run.Workers}, nil
+	return &run.Judge{Pairs: jc.Pairs, Order: jc.Order, Context: jc.Context, Role: jc.Role, Parallel: jc.Parallel, Workers: c.Run.Workers, Window: c.Run.Window}, nil
 }
 
 // Report reads the report section (nil when absent).
@@ -623,7 +631,7 @@ func CheckMemory(regime string) error {
 func (cfg *File) Curate() (run.Curate, error) {
 	cu := cfg.Stages.Curate
 	ac, err := cfg.AC3()
-	return run.Curate{Strategies: cu.Strategies, FromTurn: cu.FromTurn, Encoding: cu.Encoding, Workers: cfg.Run.Workers, AC3: ac}, err
+	return run.Curate{Strategies: cu.Strategies, FromTurn: cu.FromTurn, Encoding: cu.Encoding, Workers: cfg.Run.Workers, Window: cfg.Run.Window, AC3: ac}, err
 }
 
 // Model turns the config's endpoints, models and roles (or, without
@@ -662,7 +670,7 @@ func Model(cfg *File, getenv func(string) string, noCache bool, budget float64) 
 			Name: name, BaseURL: ec.BaseURL, APIKeyEnv: ec.APIKeyEnv, APIKeyHeader: ec.APIKeyHeader,
 			Headers: ec.Headers, Query: ec.Query, Model: cmpOr(mc.Name, name), MaxTokensField: ec.MaxTokensField,
 			JSONMode: llm.JSONMode(ec.JSONMode), MaxAttempts: ec.MaxAttempts,
-			Limits: llm.Limits{Concurrency: lim.Concurrency, RPM: lim.RPM, TPM: lim.TPM},
+			Limits: lim.llm(),
 			Price:  llm.Price{Input: mc.Price.Input, CachedInput: mc.Price.Cached, Output: mc.Price.Output},
 		}
 		if ec.APIKeyEnv != "" {

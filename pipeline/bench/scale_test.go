@@ -1,0 +1,308 @@
+//go:build unix
+
+package bench_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ac3/ac3/pipeline/export"
+)
+
+// scaleEnv lists the sizes BenchmarkScale runs, as comma-separated
+// conversation counts (e.g. AC3_BENCH_SCALE=10000,100000); by default
+// defaultScale.
+const scaleEnv = "AC3_BENCH_SCALE"
+
+// defaultScale is the sizes of issue 9: 10k, 100k and a million
+// conversations.
+var defaultScale = []int{10_000, 100_000, 1_000_000}
+
+// Targets of issue 9 for every command: peak RSS at the largest size at most
+// 1.1× the smallest's, and never above 1 GiB.
+const (
+	maxRSSGrowth = 1.1
+	maxRSSBytes  = 1 << 30
+)
+
+func scaleSizes() ([]int, error) {
+	v := os.Getenv(scaleEnv)
+	if v == "" {
+		return defaultScale, nil
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s=%q: want comma-separated conversation counts", scaleEnv, v)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// generatedSizes writes, or finds from an earlier run, a WildChat-like file
+// of each size: the first n records of the one seeded stream (so the 10k
+// file is the one BenchmarkRSS reads).
+func generatedSizes(sizes []int) (map[int]genFile, error) {
+	dir := filepath.Join("testdata", "generated")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("making %s: %w", dir, err)
+	}
+	out := map[int]genFile{}
+	var missing []int
+	for _, n := range sizes {
+		p := filepath.Join(dir, fmt.Sprintf("wildchat-%s-seed%d-%d.jsonl.zst", genVersion, genSeed, n))
+		if m, err := readMeta(p); err == nil {
+			out[n] = genFile{Path: p, genMeta: m}
+			continue
+		}
+		out[n] = genFile{Path: p}
+		missing = append(missing, n)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	largest := slices.Max(missing)
+	fmt.Fprintf(os.Stderr, "bench: generating %d conversations into %s (once; cached)\n", largest, dir)
+	ws := make([]*zfile, len(missing))
+	for i, n := range missing {
+		z, err := createZ(out[n].Path)
+		if err != nil {
+			return nil, err
+		}
+		defer z.abort()
+		ws[i] = z
+	}
+	g := newGen(genSeed)
+	var line []byte
+	for i := range largest {
+		line = g.conversation(line[:0], i)
+		line = append(line, '\n')
+		for k, z := range ws {
+			if i >= missing[k] {
+				continue
+			}
+			if _, err := z.Write(line); err != nil {
+				return nil, fmt.Errorf("writing %s: %w", z.path, err)
+			}
+		}
+	}
+	for k, z := range ws {
+		n := missing[k]
+		m, err := z.finish(out[n].Path, n)
+		if err != nil {
+			return nil, err
+		}
+		out[n] = genFile{Path: out[n].Path, genMeta: m}
+	}
+	return out, nil
+}
+
+// firstID is the conversation id of the first record of a generated file.
+func firstID(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		return "", err
+	}
+	defer zr.Close()
+	line, err := bufio.NewReaderSize(zr, 1<<20).ReadBytes('\n')
+	if err != nil {
+		return "", fmt.Errorf("reading the first record of %s: %w", path, err)
+	}
+	var rec struct {
+		Hash string `json:"conversation_hash"`
+	}
+	if err := json.Unmarshal(line, &rec); err != nil || rec.Hash == "" {
+		return "", fmt.Errorf("no conversation_hash in the first record of %s: %v", path, err)
+	}
+	return rec.Hash, nil
+}
+
+// scaleStep is one command of the scale run.
+type scaleStep struct {
+	name string
+	args []string
+	want string // in its output, when set
+}
+
+// scaleSteps is the run of issue 9's memory benchmark on one run file:
+// ingest, the heuristic annotators, curation with the six model-free
+// strategies, then every command that reads the run.
+func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
+	db := filepath.Join(dir, "run.db")
+	cfg := filepath.Join(dir, "run.yaml")
+	body := fmt.Sprintf("run: {db: %s, out: %s}\ninput: {files: [%s]}\nstages:\n  classify: {annotator: heuristic}\n  constraints: {annotator: heuristic}\n  curate: {strategies: [fc, ao, lt, de, concat, filler]}\n",
+		db, filepath.Join(dir, "out"), in)
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		return nil, err
+	}
+	steps := []scaleStep{
+		{"ingest", []string{"ingest", "--db", db, in}, fmt.Sprintf("kept %d conversations", n)},
+		{"annotate (heuristic)", []string{"annotate", "--db", db, "--stages", "classify,constraints", "--annotator", "heuristic"}, ""},
+		{"curate (6 strategies)", []string{"curate", "--db", db, "--strategies", "fc,ao,lt,de,concat,filler"}, ""},
+		{"status", []string{"status", "--db", db}, ""},
+		{"inspect", []string{"inspect", "--db", db, "--conversation", id, "--turn", "2"}, ""},
+		{"run --dry-run", []string{"run", "--config", cfg, "--dry-run"}, ""},
+		{"report", []string{"report", "--db", db, "--out", filepath.Join(dir, "report")}, ""},
+	}
+	for _, k := range export.Kinds() {
+		if k == export.KindPreferences || k == export.KindWinners {
+			continue // they read judge verdicts, which a model-free run has none of
+		}
+		steps = append(steps, scaleStep{"export " + k, []string{"export", "--db", db, "--what", k, "--format", "parquet", "--out", filepath.Join(dir, k+".parquet")}, ""})
+	}
+	return steps, nil
+}
+
+type scaleFigure struct {
+	rss  int64
+	wall time.Duration
+}
+
+// BenchmarkScale is issue 9's memory figure: every command of a heuristic
+// run (ingest, annotate, curate with fc, ao, lt, de, concat and filler,
+// status, inspect, the dry run, report and every export but preferences and
+// winners, which need judge verdicts) over synthetic
+// WildChat-shaped data at 10k, 100k and 1M conversations (AC3_BENCH_SCALE
+// changes the sizes), each command in its own process, printing its wall
+// time and peak RSS at each size. Targets: at the largest size a command's
+// peak RSS is at most 1.1× its peak at the smallest, and never above 1 GiB.
+//
+// The million-conversation run takes hours on a small machine and about
+// 10 GB of disk for the input, the run file and the exports (in the
+// temporary directory).
+func BenchmarkScale(b *testing.B) {
+	sizes, err := scaleSizes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	files, err := generatedSizes(sizes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := ac3Binary(b)
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	figs := map[string]map[int]scaleFigure{}
+	var order []string
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("conversations=%d", n), func(b *testing.B) {
+			f := files[n]
+			id, err := firstID(f.Path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dir := b.TempDir()
+			steps, err := scaleSteps(dir, f.Path, n, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var peak int64
+			for _, st := range steps {
+				rss, wall, out, err := peakRSS(self, exec.Command(bin, st.args...))
+				if err != nil {
+					b.Fatalf("%s: %v", st.name, err)
+				}
+				if st.want != "" && !bytes.Contains(out, []byte(st.want)) {
+					b.Fatalf("%s said %q, want %q", st.name, out, st.want)
+				}
+				if figs[st.name] == nil {
+					figs[st.name] = map[int]scaleFigure{}
+					order = append(order, st.name)
+				}
+				figs[st.name][n] = scaleFigure{rss: rss, wall: wall}
+				peak = max(peak, rss)
+				// Printed as it goes: the largest size runs for hours.
+				fmt.Fprintf(os.Stderr, "bench scale: %d conversations: %s: %.0f MB peak RSS, %.1f s\n", n, st.name, float64(rss)/mb, wall.Seconds())
+				if rss > maxRSSBytes {
+					b.Errorf("%s at %d conversations: peak RSS %.0f MB, over 1 GiB", st.name, n, float64(rss)/mb)
+				}
+			}
+			b.ReportMetric(float64(peak)/mb, "max-peak-RSS-MB")
+		})
+	}
+	printScale(sizes, order, figs)
+	if len(sizes) < 2 {
+		return
+	}
+	small, large := sizes[0], sizes[len(sizes)-1]
+	for _, name := range order {
+		s, okS := figs[name][small]
+		l, okL := figs[name][large]
+		if okS && okL && float64(l.rss) > maxRSSGrowth*float64(s.rss) {
+			b.Errorf("%s: peak RSS %.0f MB at %d conversations, %.2f× its %.0f MB at %d (target ≤ %.1f×)",
+				name, float64(l.rss)/mb, large, float64(l.rss)/float64(s.rss), float64(s.rss)/mb, small, maxRSSGrowth)
+		}
+	}
+}
+
+func printScale(sizes []int, order []string, figs map[string]map[int]scaleFigure) {
+	if len(order) == 0 {
+		return
+	}
+	fmt.Printf("\nevery command of a heuristic run, own process each: wall time and peak RSS (targets: largest ≤ %.1f× smallest, none above 1 GiB)\n", maxRSSGrowth)
+	w := tabwriter.NewWriter(os.Stdout, 2, 0, 2, ' ', tabwriter.AlignRight)
+	head := "command\t"
+	for _, n := range sizes {
+		head += fmt.Sprintf("%s wall\t%s RSS\t", count(n), count(n))
+	}
+	if len(sizes) > 1 {
+		head += "RSS growth\t"
+	}
+	fmt.Fprintln(w, head)
+	for _, name := range order {
+		row := name + "\t"
+		for _, n := range sizes {
+			f, ok := figs[name][n]
+			if !ok {
+				row += "-\t-\t"
+				continue
+			}
+			row += fmt.Sprintf("%.1f s\t%.0f MB\t", f.wall.Seconds(), float64(f.rss)/mb)
+		}
+		if len(sizes) > 1 {
+			s, okS := figs[name][sizes[0]]
+			l, okL := figs[name][sizes[len(sizes)-1]]
+			if okS && okL {
+				row += fmt.Sprintf("%.2f×\t", float64(l.rss)/float64(s.rss))
+			} else {
+				row += "-\t"
+			}
+		}
+		fmt.Fprintln(w, row)
+	}
+	w.Flush()
+	fmt.Println("export preferences and winners are not run: they read judge verdicts, which this model-free run has none of.")
+}
+
+func count(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return strconv.Itoa(n)
+}
