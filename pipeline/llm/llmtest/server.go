@@ -30,6 +30,10 @@ type Options struct {
 	Window time.Duration
 	// Default answers requests no rule matched. Default: content "ok".
 	Default Reply
+	// Latency delays every answer (the default's or a rule's, after the
+	// Reply's own Latency), as a real model takes time to answer; faults
+	// are not delayed by it.
+	Latency time.Duration
 	// Chaos, when set, injects faults per request before any rule is
 	// tried (see Chaos). SetChaos can change it later.
 	Chaos *Chaos
@@ -591,7 +595,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			reply = rule.Func(req)
 		}
 	}
-	if !s.wait(r, reply.Latency) {
+	if !s.wait(r, reply.Latency+s.opts.Latency) {
 		return 0
 	}
 	for k, v := range reply.Headers {
