@@ -199,3 +199,19 @@ func TestLatencyDelaysAnswersNotFaults(t *testing.T) {
 		t.Errorf("status %d, want 503", resp.StatusCode)
 	}
 }
+
+// TestChaosFaultMatch checks that a chaos fault with a Match hits only the
+// requests it matches, and that the others get no fault in its share.
+func TestChaosFaultMatch(t *testing.T) {
+	s := llmtest.New(t, llmtest.Options{Chaos: &llmtest.Chaos{Seed: 1, Faults: []llmtest.ChaosFault{
+		{P: 1, Fault: llmtest.Fault{Kind: llmtest.Status, Status: 500}, Match: func(r llmtest.ChatRequest) bool { return strings.Contains(r.Last(), "parse") }},
+	}}})
+	for i := range 4 {
+		if code := postKey(t, s.URL, fmt.Sprint("free-", i), `{"model":"m","messages":[{"role":"user","content":"q"}]}`); code != 200 {
+			t.Errorf("an unmatched request got %d", code)
+		}
+		if code := postKey(t, s.URL, fmt.Sprint("hit-", i), `{"model":"m","messages":[{"role":"user","content":"parse me"}]}`); code != 500 {
+			t.Errorf("a matched request got %d, want the fault's 500", code)
+		}
+	}
+}
