@@ -32,6 +32,12 @@ bench:
     go test -run '^$' -bench Estimate -benchtime 1x ./pipeline/run/
     go test -run '^$' -bench Throughput -benchtime 1x -timeout 30m ./pipeline/llm/
 
+# The chaos test in full: the e2e config over 300+ conversations against an
+# endpoint injecting every fault, with 20 SIGKILLs and resumes (the normal
+# test suite runs a short form with 5).
+chaos:
+    AC3_CHAOS=1 go test -count=1 -run TestChaosKillsAndFaults -timeout 60m -v ./cmd/ac3/
+
 # Render the demo report in headless Chromium and save a screenshot.
 report-check: run
     ./scripts/report-screenshot.sh runs/demo/report.html runs/demo/report.png
