@@ -26,11 +26,13 @@ fuzz seconds="5":
 # throughput against the decompress floor, curation against the tokenizer,
 # peak RSS at 10k and 200k conversations, then the model client's throughput
 # at 600 RPM / 16 concurrent (clean and under a 20% 429 storm, ~8 minutes),
-# and the dry run's forecast per conversation.
+# the dry run's forecast per conversation, and the e2e config fault-free vs
+# under 30% 429 + 10% 500 (~2 minutes; target: at most 3x, no failed unit).
 bench:
     go test -run '^$' -bench . -benchtime 1x -timeout 60m ./pipeline/bench/
     go test -run '^$' -bench Estimate -benchtime 1x ./pipeline/run/
     go test -run '^$' -bench Throughput -benchtime 1x -timeout 30m ./pipeline/llm/
+    go test -run '^$' -bench Faults -benchtime 1x -timeout 30m ./cmd/ac3/
 
 # The chaos test in full: the e2e config over 300+ conversations against an
 # endpoint injecting every fault, with 20 SIGKILLs and resumes (the normal

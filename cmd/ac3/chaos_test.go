@@ -131,18 +131,26 @@ func TestChaosKillsAndFaults(t *testing.T) {
 	db := filepath.Join(dir, "chaos", "e2e.db")
 	obs := &chaosObserver{cached: map[string]int{}, done: map[chaosTask]chaosDone{}}
 	rng := rand.New(rand.NewPCG(20261201, 9)) // fixed seed: the same triggers in every run
-	maxArrivals := max(1, refCalls/(2*form.kills))
+	// Kill k (0-based) comes when the endpoint has seen (k+u)/K of the
+	// reference run's request count, u drawn in [0.1, 0.9): the kills
+	// spread over every stage, and the run, which meets about a third more
+	// arrivals than the reference, is unfinished at the last one.
+	step := float64(refCalls) / float64(form.kills)
 	kills := 0
 	for kills < form.kills {
 		if len(obs.lives) >= form.kills+10 {
 			t.Fatalf("%d kills landed in %d runs, want %d", kills, len(obs.lives), form.kills)
 		}
-		// Each run is killed after a random number of arrivals at the
-		// endpoint or a random time, whichever comes first, so kills land
-		// in ingest, in model stages with requests in flight, and in the
-		// report and exports.
-		n := 1 + rng.IntN(maxArrivals)
-		d := time.Duration(100+rng.IntN(2500)) * time.Millisecond
+		// Most runs are killed at their arrival count, with requests in
+		// flight; every fifth once no request has arrived for a random
+		// time under 2 s, which lands in ingest, planning, between stages,
+		// the report or the exports. (A run that reaches the report before
+		// its count is killed after 4 s without a request.)
+		target := int((float64(kills) + 0.1 + 0.8*rng.Float64()) * step)
+		d := 4 * time.Second
+		if len(obs.lives)%5 == 2 {
+			d = time.Duration(100+rng.IntN(1900)) * time.Millisecond
+		}
 		lf := chaosLife{start: time.Now(), from: srv.Count()}
 		cmd := chaosRun(cfg, srv.URL)
 		var out bytes.Buffer
@@ -153,14 +161,18 @@ func TestChaosKillsAndFaults(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		var werr error
+		seen, quiet := lf.from, lf.start
 		tick := time.NewTicker(2 * time.Millisecond)
 	wait:
 		for {
 			select {
 			case werr = <-exited:
 				break wait
-			case <-tick.C:
-				if srv.Count()-lf.from >= n || time.Since(lf.start) >= d {
+			case now := <-tick.C:
+				if c := srv.Count(); c != seen {
+					seen, quiet = c, now
+				}
+				if seen >= target || now.Sub(quiet) >= d {
 					_ = cmd.Process.Signal(syscall.SIGKILL)
 					werr = <-exited
 					break wait
@@ -178,7 +190,7 @@ func TestChaosKillsAndFaults(t *testing.T) {
 			t.Fatalf("run %d failed on its own: %v\n%s", len(obs.lives)+1, werr, out.String())
 		}
 		obs.add(t, db, lf)
-		t.Logf("run %d: %d arrivals, %v, killed %v (trigger: %d arrivals or %v)", len(obs.lives), lf.to-lf.from, lf.end.Sub(lf.start).Round(time.Millisecond), lf.killed, n, d)
+		t.Logf("run %d: %d arrivals, %d tasks done, %v, killed %v (trigger: arrival %d or %v without one)", len(obs.lives), lf.to-lf.from, obs.lives[len(obs.lives)-1].newDone, lf.end.Sub(lf.start).Round(time.Millisecond), lf.killed, target, d)
 		if !lf.killed {
 			t.Fatalf("the run finished after %d of %d kills: the kills come too late", kills, form.kills)
 		}
@@ -242,7 +254,7 @@ func TestChaosKillsAndFaults(t *testing.T) {
 // input in: the run file and outputs under dir/name, a 3 s timeout per
 // attempt (so hung requests are given up quickly), a budget the run cannot
 // reach, and two more exports.
-func chaosConfig(t *testing.T, dir, name, in string) string {
+func chaosConfig(t testing.TB, dir, name, in string) string {
 	t.Helper()
 	raw, err := os.ReadFile("../../fixtures/configs/e2e.yaml")
 	if err != nil {
@@ -316,6 +328,7 @@ type chaosLife struct {
 	start, end time.Time
 	from, to   int
 	killed     bool
+	newDone    int // tasks first seen done after it
 }
 
 // chaosTask is a stage variant over one conversation.
@@ -389,6 +402,7 @@ func (o *chaosObserver) add(t *testing.T, db string, lf chaosLife) {
 		}
 		if _, ok := o.done[k]; !ok {
 			o.done[k] = chaosDone{life: i, updated: at}
+			o.lives[i].newDone++
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -583,6 +597,13 @@ func (o *chaosObserver) checkArrivals(t *testing.T, calls []llmtest.Call, idx ma
 			}
 		}
 	}
+	early := map[string]int{}
+	for k, d := range o.done {
+		if d.life < len(o.lives)-1 {
+			early[k.stage]++
+		}
+	}
+	t.Logf("tasks done before the final run, by stage: %v", early)
 	if unmapped > len(calls)/100 {
 		t.Errorf("%d of %d arrivals could not be traced to a conversation and stage", unmapped, len(calls))
 	}
