@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -243,11 +244,25 @@ func TestChaosKillsAndFaults(t *testing.T) {
 	// The exports and the report's numbers are those of the reference.
 	chaosCompareOutputs(t, filepath.Join(dir, "ref", "e2e"), filepath.Join(dir, "chaos", "e2e"))
 
+	// Every kind of fault was met.
 	faults := map[string]int{}
 	for _, c := range srv.Calls() {
-		faults[c.Fault.String()]++
+		if c.Fault == llmtest.Status {
+			faults[fmt.Sprint(c.Status)]++
+		} else if c.Rule == "chaos" {
+			faults[c.Fault.String()]++
+		}
 	}
-	t.Logf("%d kills in %d runs; %d requests in all (%d in the reference); by fault: %v", kills, len(obs.lives), srv.Count(), refCalls, faults)
+	for _, f := range chaosFaults() {
+		name := f.Fault.Kind.String()
+		if f.Fault.Kind == llmtest.Status {
+			name = fmt.Sprint(f.Fault.Status)
+		}
+		if faults[name] == 0 {
+			t.Errorf("no arrival met the %s fault", name)
+		}
+	}
+	t.Logf("%d kills in %d runs; %d requests in all (%d in the reference); faults met: %v", kills, len(obs.lives), srv.Count(), refCalls, faults)
 }
 
 // chaosConfig writes the e2e config for a run named name in dir, over the
