@@ -186,8 +186,12 @@ func judgeAnswer(req llmtest.ChatRequest) string {
 	return fmt.Sprintf(`Thinking done. <verdict id="%s">{"quality": {"winner": %q, "justification": "scripted.", "confidence": 0.8}, "on_topic": {"winner": %q, "justification": "scripted."}}</verdict>`, nonce[1], q, o)
 }
 
-func startScripted(t *testing.T) *llmtest.Server {
-	srv := llmtest.New(t, llmtest.Options{})
+func startScripted(t testing.TB) *llmtest.Server { return startScriptedWith(t, llmtest.Options{}) }
+
+// startScriptedWith is startScripted with the server's options (latency,
+// chaos).
+func startScriptedWith(t testing.TB, opts llmtest.Options) *llmtest.Server {
+	srv := llmtest.New(t, opts)
 	reply := func(f func(llmtest.ChatRequest) string) func(llmtest.ChatRequest) llmtest.Reply {
 		return func(r llmtest.ChatRequest) llmtest.Reply { return llmtest.Reply{Content: f(r)} }
 	}

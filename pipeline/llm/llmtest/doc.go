@@ -6,7 +6,8 @@
 // substring of the last or system message), fires on a Schedule (always,
 // the first N matches, every k-th, a seeded fraction of matches), and
 // either replies (content, reasoning field, usage, latency, headers) or
-// misbehaves on purpose with a Fault.
+// misbehaves on purpose with a Fault. Options.Latency delays every answer
+// (never a fault), for benchmarks that need a model's pace.
 //
 // # Faults
 //

@@ -30,6 +30,10 @@ type Options struct {
 	Window time.Duration
 	// Default answers requests no rule matched. Default: content "ok".
 	Default Reply
+	// Latency delays every answer (the default's or a rule's, after the
+	// Reply's own Latency), as a real model takes time to answer; faults
+	// are not delayed by it.
+	Latency time.Duration
 	// Chaos, when set, injects faults per request before any rule is
 	// tried (see Chaos). SetChaos can change it later.
 	Chaos *Chaos
@@ -202,15 +206,22 @@ type Chaos struct {
 type ChaosFault struct {
 	P     float64
 	Fault Fault
+	// Match, when set, limits this fault to some requests: an arrival it
+	// does not match and whose draw falls in this fault's share gets no
+	// fault, and the other faults keep their shares.
+	Match func(ChatRequest) bool
 }
 
 // pick returns the fault for the nth (1-based) arrival of id, if any.
-func (c *Chaos) pick(id string, nth int) (Fault, bool) {
+func (c *Chaos) pick(id string, nth int, req ChatRequest) (Fault, bool) {
 	u := unit(c.Seed, fmt.Sprintf("%s/%d", id, nth))
 	acc := 0.0
 	for _, f := range c.Faults {
 		acc += f.P
 		if u < acc {
+			if f.Match != nil && !f.Match(req) {
+				return Fault{}, false
+			}
 			return f.Fault, true
 		}
 	}
@@ -469,7 +480,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	var chaos *Fault
 	if c := s.chaos; !overLimit && c != nil && (c.Match == nil || c.Match(req)) &&
 		(c.MaxPerRequest <= 0 || s.faulted[id] < c.MaxPerRequest) {
-		if f, ok := c.pick(id, nth); ok {
+		if f, ok := c.pick(id, nth, req); ok {
 			s.faulted[id]++
 			chaos = &f
 			rule = &Rule{Name: "chaos", Fault: f}
@@ -591,7 +602,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			reply = rule.Func(req)
 		}
 	}
-	if !s.wait(r, reply.Latency) {
+	if !s.wait(r, reply.Latency+s.opts.Latency) {
 		return 0
 	}
 	for k, v := range reply.Headers {

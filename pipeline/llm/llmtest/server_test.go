@@ -169,3 +169,49 @@ func TestHoldKeepsARequestInFlight(t *testing.T) {
 		t.Errorf("status %d", code)
 	}
 }
+
+// TestLatencyDelaysAnswersNotFaults checks Options.Latency: an answer waits
+// at least that long; a fault is not delayed by it (with an hour's latency,
+// a delayed fault would outlast the client's timeout).
+func TestLatencyDelaysAnswersNotFaults(t *testing.T) {
+	s := llmtest.New(t, llmtest.Options{Latency: 200 * time.Millisecond})
+	s.Fail(llmtest.FirstN(1), llmtest.Fault{Kind: llmtest.Status, Status: 500})
+	if code := post(t, s.URL, `{"model":"m","messages":[{"role":"user","content":"q"}]}`); code != 500 {
+		t.Fatalf("first request: status %d, want the fault's 500", code)
+	}
+	if code := post(t, s.URL, `{"model":"m","messages":[{"role":"user","content":"q"}]}`); code != 200 {
+		t.Fatalf("second request: status %d, want 200", code)
+	}
+	calls := s.Calls()
+	if d := calls[1].End.Sub(calls[1].Time); d < 200*time.Millisecond {
+		t.Errorf("the answer took %v, want at least the server's latency", d)
+	}
+
+	slow := llmtest.New(t, llmtest.Options{Latency: time.Hour})
+	slow.Fail(llmtest.Always(), llmtest.Fault{Kind: llmtest.Status, Status: 503})
+	hc := &http.Client{Timeout: 30 * time.Second}
+	resp, err := hc.Post(slow.URL+"/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"q"}]}`))
+	if err != nil {
+		t.Fatalf("a fault waited for the answers' latency: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Errorf("status %d, want 503", resp.StatusCode)
+	}
+}
+
+// TestChaosFaultMatch checks that a chaos fault with a Match hits only the
+// requests it matches, and that the others get no fault in its share.
+func TestChaosFaultMatch(t *testing.T) {
+	s := llmtest.New(t, llmtest.Options{Chaos: &llmtest.Chaos{Seed: 1, Faults: []llmtest.ChaosFault{
+		{P: 1, Fault: llmtest.Fault{Kind: llmtest.Status, Status: 500}, Match: func(r llmtest.ChatRequest) bool { return strings.Contains(r.Last(), "parse") }},
+	}}})
+	for i := range 4 {
+		if code := postKey(t, s.URL, fmt.Sprint("free-", i), `{"model":"m","messages":[{"role":"user","content":"q"}]}`); code != 200 {
+			t.Errorf("an unmatched request got %d", code)
+		}
+		if code := postKey(t, s.URL, fmt.Sprint("hit-", i), `{"model":"m","messages":[{"role":"user","content":"parse me"}]}`); code != 500 {
+			t.Errorf("a matched request got %d, want the fault's 500", code)
+		}
+	}
+}
