@@ -158,7 +158,7 @@ type Respond struct {
 // Judge compares the answers of two strategies.
 type Judge struct {
 	Pairs    []string // "A:B"
-	Order    string   // judge.OrderBoth (default) or judge.OrderRandom
+	Order    string   // judge.OrderRandom (default) or judge.OrderBoth (stricter)
 	Context  string   // judge context (judge.ContextFull by default)
 	Role     string   // judge role (judge.DefaultRole by default)
 	Parallel int
