@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/ac3/ac3/judge/report"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/stats"
+	"github.com/ac3/ac3/stages/classify"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/respond"
 )
@@ -210,6 +212,67 @@ func TestReportArmsAndSameContext(t *testing.T) {
 			if !strings.Contains(h.String(), s) {
 				t.Errorf("html lacks %q", s)
 			}
+		}
+	}
+}
+
+// Turn-type shares from the heuristic come with its measured coverage and
+// accuracy and the set they were measured on; shares from the model do not.
+func TestReportHeuristicQualityBesideTurnTypes(t *testing.T) {
+	q := classify.HeuristicQuality()
+	for _, tc := range []struct {
+		variant, version string
+		want, applies    bool
+	}{
+		{"heuristic", q.Annotator + ";from=2", true, true},
+		{"heuristic", "classify-heuristic@v0;from=2", true, false},
+		{"llm", "classify-llm@v3", false, false},
+	} {
+		f := &fakeRun{plans: map[string][]ledger.Variant{}, units: map[string][]ledger.Unit{}}
+		for seq := int64(1); seq <= 3; seq++ {
+			f.add("classify", tc.variant, seq, 2, ledger.Done, map[string]any{"type": []string{"new_ask", "feedback", "unknown"}[seq-1], "refs": []string{}, "annotator": tc.variant}, 0)
+		}
+		for i := range f.units["classify"] {
+			f.units["classify"][i].Version = tc.version
+		}
+		f.plans["classify"][0].Version = tc.version
+		f.status.Stages = stagesOf(f)
+		r, err := report.Build(context.Background(), f, report.Options{Resamples: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lq := r.Annotations.TurnTypes.LabellerQuality
+		if (lq != nil) != tc.want {
+			t.Fatalf("%s %s: labeller quality %+v", tc.variant, tc.version, lq)
+		}
+		var md, h strings.Builder
+		if err := r.WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteHTML(&h); err != nil {
+			t.Fatal(err)
+		}
+		if !tc.want {
+			if strings.Contains(md.String(), "labeller") || strings.Contains(h.String(), "labeller") {
+				t.Errorf("%s: model labels shown with the heuristic's quality", tc.variant)
+			}
+			continue
+		}
+		if lq.Applies != tc.applies || lq.Set != q.Set || lq.N != q.N || float64(lq.Coverage) != q.Coverage || float64(lq.Accuracy) != q.Accuracy {
+			t.Errorf("%s: %+v; want the figures of %+v, applies %v", tc.version, lq, q, tc.applies)
+		}
+		cov, acc := fmt.Sprintf("%.1f%%", 100*q.Coverage), fmt.Sprintf("%.1f%%", 100*q.Accuracy)
+		row := "| feedback | 1 | 33.3% |"
+		for _, s := range []string{q.Set, row, "| " + cov + " | " + acc + " |"} {
+			if !strings.Contains(md.String(), s) {
+				t.Errorf("%s: markdown lacks %q", tc.version, s)
+			}
+		}
+		if strings.Contains(md.String(), "has not been measured") == tc.applies {
+			t.Errorf("%s: markdown misstates whether the figures apply", tc.version)
+		}
+		if !strings.Contains(h.String(), "labeller coverage "+cov+", accuracy "+acc) {
+			t.Errorf("%s: html lacks the quality beside the shares", tc.version)
 		}
 	}
 }

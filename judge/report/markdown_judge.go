@@ -70,3 +70,15 @@ func (r *Report) mdArms(b *mdWriter) {
 	}
 	b.f("\n")
 }
+
+// labellerNote says how far the heuristic's turn-type shares can be
+// trusted, with the labelled set the figures come from.
+func labellerNote(q *LabellerQuality) string {
+	s := "These turn types come from the rule-based heuristic labeller. Measured on " + q.Set + " (" + itoa(q.N) + " turns, not used to tune it): it gives a type to " +
+		pct(q.Coverage) + " of turns (coverage; the rest are `unknown`) and is right on " + pct(q.Accuracy) + " of those (accuracy), against " +
+		pct(q.MajorityRateLabelled) + " for always answering the most common type; macro-F1 " + fix(q.MacroF1, 2) + "."
+	if !q.Applies {
+		s += " Those figures are for " + q.Annotator + "; this run's heuristic is another version and has not been measured."
+	}
+	return s
+}
