@@ -149,7 +149,15 @@ type annotationFold struct {
 func newAnnotationFold(plans map[string][]ledger.Variant) *annotationFold {
 	a := &annotationFold{cls: classify.NewSummarizer(), pol: pollution.NewSummarizer(), con: constraints.NewSummarizer()}
 	a.clsV, a.clsOK = pickVariant(plans[classify.StageName])
-	a.polV, a.polOK = pickVariant(plans[pollution.StageName])
+	// The dataset's replies only: the generated ones have their own
+	// section (ReplyPollution).
+	var dataset []ledger.Variant
+	for _, v := range plans[pollution.StageName] {
+		if _, gen := pollution.RespondVariant(v.Name); !gen {
+			dataset = append(dataset, v)
+		}
+	}
+	a.polV, a.polOK = pickVariant(dataset)
 	a.conV, a.conOK = pickVariant(plans[constraints.StageName])
 	return a
 }

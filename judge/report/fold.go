@@ -32,6 +32,7 @@ type fold struct {
 	cur       *curationFold
 	convs     *convTable
 	arms      *armFold
+	replies   *replyFold
 	answers   *pageAnswers        // contexts and answer lengths of the page being read
 	types     map[pageTurn]string // turn types of the page being read
 	progress  *progressLog
@@ -46,6 +47,7 @@ func newFold(plans map[string][]ledger.Variant, so stats.Options, level float64)
 		cur:       newCurationFold(plans),
 		convs:     newConvTable(),
 		arms:      newArmFold(plans[judge.StageName]),
+		replies:   newReplyFold(plans),
 		answers:   newPageAnswers(),
 		types:     map[pageTurn]string{},
 		progress:  newProgressLog(),
@@ -62,6 +64,7 @@ func newFold(plans map[string][]ledger.Variant, so stats.Options, level float64)
 		f.progress.watch(curate.StageName, v.Name)
 	}
 	f.ann.watch(f.progress)
+	f.replies.watch(f.progress)
 	return f
 }
 
@@ -77,6 +80,9 @@ func (f *fold) page(ctx context.Context, src Source, after, upto int64) error {
 		return err
 	}
 	if err := f.cur.page(ctx, src, after, upto, f.types, f.progress, f.answers); err != nil {
+		return err
+	}
+	if err := f.replies.page(ctx, src, after, upto, f.progress); err != nil {
 		return err
 	}
 	for _, rf := range f.respond {
@@ -122,6 +128,7 @@ func (f *fold) fill(r *Report) error {
 	}
 	f.cur.fill(r, f.level)
 	r.Annotations = f.ann.annotations()
+	r.ReplyPollution = f.replies.report()
 	return nil
 }
 

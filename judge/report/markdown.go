@@ -134,6 +134,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	r.mdCuration(b)
 	r.mdAnnotations(b)
+	r.mdReplyPollution(b)
 	r.mdProgress(b)
 	b.f("## Cost by role\n\n")
 	if len(r.Cost.ByRole) == 0 {

@@ -60,7 +60,10 @@ type Report struct {
 	AnalysisCost  []AnalysisCostRow `json:"analysis_cost,omitempty"` // strategies that call a model
 	Cost          Cost              `json:"cost"`
 	Annotations   *Annotations      `json:"annotations,omitempty"`
-	Notes         []string          `json:"notes"`
+	// ReplyPollution is set when the run reviewed generated replies for
+	// pollution (stages.pollution.on: generated).
+	ReplyPollution *ReplyPollution `json:"reply_pollution,omitempty"`
+	Notes          []string        `json:"notes"`
 }
 
 // Settings says how the numbers were computed.
