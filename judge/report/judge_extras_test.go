@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/classify"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/pollution"
 	"github.com/ac3/ac3/stages/respond"
 )
 
@@ -274,5 +276,79 @@ func TestReportHeuristicQualityBesideTurnTypes(t *testing.T) {
 		if !strings.Contains(h.String(), "labeller coverage "+cov+", accuracy "+acc) {
 			t.Errorf("%s: html lacks the quality beside the shares", tc.version)
 		}
+	}
+}
+
+// extrasRun is armRun with the heuristic's turn types and the pollution
+// review of the dataset's replies and of two strategies' generated
+// replies, for the golden files of the sections added beside the win
+// rates.
+func extrasRun(t *testing.T) *fakeRun {
+	f := armRun(t)
+	lab := func(present bool, cat string, conf float64) *pollution.Label {
+		l := pollution.Label{Present: present, Category: cat, Confidence: conf, Annotator: "llm:m"}
+		if present {
+			l.Sources = []string{"1a"}
+		}
+		return &l
+	}
+	for seq := int64(1); seq <= 5; seq++ {
+		for turn := 2; turn <= 3; turn++ {
+			k := int(seq)*2 + turn
+			f.add("classify", "heuristic", seq, turn, ledger.Done, map[string]any{"type": []string{"new_ask", "feedback", "unknown"}[k%3], "refs": []string{}, "annotator": "heuristic"}, 0)
+			// Sorted by variant within a turn, as the ledger yields them.
+			ds := lab(k%4 == 0, "intent_override", 0.7)
+			f.add(pollution.StageName, "llm", seq, turn, ledger.Done, ds, 0)
+			for _, rv := range []string{"fc", "filler"} {
+				g := pollution.Generated{Respond: rv, Strategy: rv, Model: "m", Samples: []pollution.SampleLabel{{Index: 0, Label: lab(rv == "fc" && k%3 != 1, "code_carryover", 0.8)}}}
+				if !g.Samples[0].Label.Present {
+					g.Samples[0].Label = lab(false, "", 0.95)
+				}
+				b, err := g.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				status := ledger.Done
+				if rv == "filler" && seq == 5 && turn == 3 {
+					status, g.Unavailable, g.Samples = ledger.Failed, "no reply", nil
+					b, _ = g.Encode()
+				}
+				f.add(pollution.StageName, pollution.ResponsesVariant(rv), seq, turn, status, b, 0)
+			}
+		}
+	}
+	q := classify.HeuristicQuality()
+	for i := range f.units["classify"] {
+		f.units["classify"][i].Version = q.Annotator + ";from=2"
+	}
+	f.plans["classify"][0].Version = q.Annotator + ";from=2"
+	f.status.Stages = stagesOf(f)
+	return f
+}
+
+func TestReportExtrasGolden(t *testing.T) {
+	r, err := report.Build(context.Background(), extrasRun(t), report.Options{Seed: 2, Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js, md, h bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteHTML(&h); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "extras.json", js.Bytes())
+	golden(t, "extras.md", md.Bytes())
+	golden(t, "extras.html", h.Bytes())
+	rp := r.ReplyPollution
+	if rp == nil || len(rp.Variants) != 3 || rp.Variants[2].Unavailable != 1 || rp.Variants[2].Replies != 9 || rp.Variants[1].Any.Count != 6 {
+		t.Errorf("reply pollution: %+v", rp)
+	}
+	if p := r.Annotations.Pollution; p == nil || p.Variant != "llm" || p.Turns != 10 {
+		t.Errorf("the dataset's pollution summary must read the dataset variant only: %+v", p)
 	}
 }

@@ -36,13 +36,24 @@ func (rp *ReplyPollution) rows() (head []string, rows [][]string) {
 		}
 		rows = append(rows, row)
 	}
-	any, convs, rev := []string{"any (turn level)"}, []string{"any (conversation level, sample 0)"}, []string{"not reviewed (failed, no reply)"}
+	any, convs, clean, rev := []string{"any (turn level)"}, []string{"any (conversation level, sample 0)"}, []string{"clean replies: mean confidence"}, []string{"not reviewed (failed, no reply)"}
 	for _, v := range rp.Variants {
 		any = append(any, pollutionCell(v.Any, Num(math.NaN())))
 		convs = append(convs, pollutionCell(v.AnyConversations, Num(math.NaN())))
+		clean = append(clean, fix(v.AbsentConfidence, 2))
 		rev = append(rev, fmt.Sprintf("%d, %d", v.Failed, v.Unavailable))
 	}
-	return head, append(rows, any, convs, rev)
+	return head, append(rows, any, convs, clean, rev)
+}
+
+// source names a variant by where its replies come from ("dataset", "fc").
+func (rp *ReplyPollution) source(variant string) string {
+	for _, v := range rp.Variants {
+		if v.Variant == variant {
+			return v.Source
+		}
+	}
+	return variant
 }
 
 func pairCategory(c string) string {
@@ -76,7 +87,7 @@ func (r *Report) mdReplyPollution(b *mdWriter) {
 	if len(rp.Pairs) > 0 {
 		b.f("%s\n\n| A | B | category | pairs | polluted A | polluted B | only A | only B | McNemar p |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n", replyPairsIntro)
 		for _, p := range rp.Pairs {
-			b.f("| %s | %s | %s | %d | %d | %d | %d | %d | %s |\n", p.A, p.B, pairCategory(p.Category), p.Pairs, p.PollutedA, p.PollutedB, p.OnlyA, p.OnlyB, pval(p.P))
+			b.f("| %s | %s | %s | %d | %d | %d | %d | %d | %s |\n", rp.source(p.A), rp.source(p.B), pairCategory(p.Category), p.Pairs, p.PollutedA, p.PollutedB, p.OnlyA, p.OnlyB, pval(p.P))
 		}
 		b.f("\n")
 	}
@@ -110,7 +121,7 @@ func (r *Report) htmlReplyPollution(b *strings.Builder) {
 	if len(rp.Pairs) > 0 {
 		fmt.Fprintf(b, "<p class=meta>%s</p>\n<table><tr><th>A</th><th>B</th><th>category</th><th>pairs</th><th>polluted A</th><th>polluted B</th><th>only A</th><th>only B</th><th>McNemar p</th></tr>\n", e(replyPairsIntro))
 		for _, p := range rp.Pairs {
-			fmt.Fprintf(b, "<tr><td>%s</td><td class=l>%s</td><td class=l>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td></tr>\n", e(p.A), e(p.B), e(pairCategory(p.Category)), p.Pairs, p.PollutedA, p.PollutedB, p.OnlyA, p.OnlyB, pval(p.P))
+			fmt.Fprintf(b, "<tr><td>%s</td><td class=l>%s</td><td class=l>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td></tr>\n", e(rp.source(p.A)), e(rp.source(p.B)), e(pairCategory(p.Category)), p.Pairs, p.PollutedA, p.PollutedB, p.OnlyA, p.OnlyB, pval(p.P))
 		}
 		b.WriteString("</table>\n")
 	}
