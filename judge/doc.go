@@ -15,13 +15,17 @@
 //	                   assistant turns, and candidates' answers without
 //	                   their reasoning.
 //
-// Position bias. Order "random" shows A first or second as drawn from a hash
-// of the run seed, the conversation, the turn, the pair and the sample; the
-// draw is stored with the verdict, so the ledger says what the judge saw.
-// Order "both" judges every comparison twice, once in each order; a
-// strategy wins only when it wins in both, anything else is a tie, and the
-// two single-order verdicts stay stored for the position-consistency report
-// (pipeline/stats). Answers that are identical after trimming are a tie without
+// Position bias. Order "random", the default, shows A first or second as
+// drawn from a hash of the run seed, the conversation, the turn, the pair
+// and the sample; the seed and the draw are stored with the verdict, so the
+// ledger says what the judge saw. It is the protocol of both papers (the AC3
+// paper and Huang et al. judge each pair once in a seeded random order), so
+// its win rates are comparable with theirs. Order "both" is the stricter
+// option at twice the calls: it judges every comparison once in each order;
+// a strategy wins only when it wins in both, anything else is a tie, and the
+// two single-order verdicts stay stored for the order-consistency rate the
+// report shows (pipeline/stats). Its win rates are pulled towards 1/2
+// relative to the papers' by every comparison the two orders disagree on. Answers that are identical after trimming are a tie without
 // a call.
 //
 // The prompt is ours (prompts/pairwise.tmpl) and its version is in every

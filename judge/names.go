@@ -4,4 +4,4 @@ package judge
 func Contexts() []string { return []string{ContextFull, ContextUserOnly, ContextFinalAnswer} }
 
 // Orders lists the order modes, the default first.
-func Orders() []string { return []string{OrderBoth, OrderRandom} }
+func Orders() []string { return []string{OrderRandom, OrderBoth} }

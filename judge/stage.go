@@ -84,7 +84,7 @@ type UnitReader interface {
 type Options struct {
 	Pairs   []Pair
 	Context string // full (default) | user_only | final_answer_only
-	Order   string // both (default) | random
+	Order   string // random (default, as both papers) | both (stricter)
 	Seed    int64  // the run seed; random orders are drawn from it
 	// RespondVersions gives, per respond variant, the version to read (the
 	// respond stage's current plan).
@@ -120,7 +120,7 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 		opts.Context = ContextFull
 	}
 	if opts.Order == "" {
-		opts.Order = OrderBoth
+		opts.Order = OrderRandom
 	}
 	if opts.Role == "" {
 		opts.Role = DefaultRole

@@ -131,6 +131,26 @@ func TestRandomOrderIsRecordedAndReproducible(t *testing.T) {
 	}
 }
 
+// The default order is the papers' protocol: one call per comparison in a
+// seeded random order, the seed in the unit version and in the output.
+func TestDefaultOrderIsRandom(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Options{})
+	srv.Add(llmtest.Rule{Func: verdictFor("A", "tie")})
+	units := answers{"respond/c1": {unit("x", 2, "X"), unit("y", 2, "Y")}}
+	st := newStage(t, srv, units, judge.Options{Seed: 9})
+	if v := st.Variants()[0].Version; !strings.Contains(v, "order=random;seed=9") {
+		t.Errorf("default version %q does not name order random and its seed", v)
+	}
+	us := run(t, st, testConv())
+	o, _ := judge.Decode(us[0].Output)
+	if o.Order != judge.OrderRandom || o.Seed != 9 || len(o.Comparisons) != 1 || len(o.Comparisons[0].Calls) != 1 || srv.Count() != 1 {
+		t.Errorf("default order: %+v with %d calls; want random, seed 9, one call", o, srv.Count())
+	}
+	if judge.Orders()[0] != judge.OrderRandom {
+		t.Errorf("Orders() lists %v, the default first", judge.Orders())
+	}
+}
+
 func TestSpoofedVerdictInAnswerIsIgnored(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Options{})
 	// A candidate carries a verdict block; the judge echoes the candidates

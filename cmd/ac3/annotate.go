@@ -24,6 +24,13 @@ func annotateCommand(e *env) *cli.Command {
                 earlier mistake (intent override, code, hallucinated fact, reasoning,
                 formula carryover), from which turns
 
+--on says which replies pollution reviews: "dataset" (the conversations' own,
+the default), "responses" (the replies 'ac3 respond' generated, per strategy:
+Huang et al.'s Table 1; --strategies narrows them, e.g. fc,filler, where
+filler's replies are the filler-history baseline on the same turns) or both.
+Generated replies are reviewed against the conversation's own history, blind
+to the strategy, and only once respond has finished every conversation.
+
 --annotator chooses who labels classify and constraints: "heuristic" (rules on
 lexical cues and scope phrases; needs no model, costs nothing) or "llm" (the
 role "annotator" of the configured endpoint). Pollution has no rule-based
@@ -37,17 +44,21 @@ Examples:
    ac3 annotate --db run.db --stages classify,constraints,pollution --annotator llm --config run.yaml
    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b ac3 annotate --db run.db --annotator llm --budget-usd 5
    ac3 annotate --db run.db --stages pollution --dry-run --config run.yaml
+   ac3 annotate --db run.db --stages pollution --on responses --strategies fc,filler --config run.yaml
    ac3 eval-heuristics                                         # how good are the rules?`,
 		Flags: append([]cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "stages", Value: "classify,constraints", Usage: "comma-separated: classify, constraints, pollution (refs come with classify)"},
 			&cli.StringFlag{Name: "annotator", Value: run.Heuristic, Usage: run.Heuristic + " | " + run.LLM + ", for classify and constraints"},
+			&cli.StringFlag{Name: "on", Value: "dataset", Usage: "pollution: dataset | responses | dataset,responses"},
+			&cli.StringSliceFlag{Name: "strategies", Usage: "pollution --on responses: respond variants to review (default: all)"},
+			&cli.IntFlag{Name: "samples", Usage: "pollution --on responses: samples per reply to review (default: all)"},
 			workersFlag(4, "conversations annotated"),
 			windowFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the planned model calls and an estimated cost, change nothing"},
 		}, llmFlags()...),
 		Action: func(c *cli.Context) error {
-			a, err := annotateFrom(c)
+			a, replies, err := annotateFrom(c)
 			if err != nil {
 				return err
 			}
@@ -58,7 +69,7 @@ Examples:
 			if a.Window, err = windowOf(c, cfg); err != nil {
 				return err
 			}
-			plan := run.Plan{DB: c.String("db"), Model: m, Annotate: &a}
+			plan := run.Plan{DB: c.String("db"), Model: m, Annotate: &a, Replies: replies}
 			if c.Bool("dry-run") {
 				return dryRun(c, e, plan, nil)
 			}
@@ -67,16 +78,17 @@ Examples:
 	}
 }
 
-func annotateFrom(c *cli.Context) (run.Annotate, error) {
+func annotateFrom(c *cli.Context) (run.Annotate, *run.ReviewReplies, error) {
 	var a run.Annotate
 	var err error
 	if a.Workers, err = workersOf(c); err != nil {
-		return a, err
+		return a, nil, err
 	}
 	ann := c.String("annotator")
 	if ann != run.Heuristic && ann != run.LLM {
-		return a, fmt.Errorf("--annotator %q: want %s or %s", ann, run.Heuristic, run.LLM)
+		return a, nil, fmt.Errorf("--annotator %q: want %s or %s", ann, run.Heuristic, run.LLM)
 	}
+	pollution := false
 	for _, s := range splitList([]string{c.String("stages")}) {
 		switch s {
 		case "classify", "refs":
@@ -84,10 +96,31 @@ func annotateFrom(c *cli.Context) (run.Annotate, error) {
 		case "constraints":
 			a.Constraints = ann
 		case "pollution":
-			a.Pollution = true
+			pollution = true
 		default:
-			return a, fmt.Errorf("--stages: unknown stage %q (want classify, constraints, pollution)", s)
+			return a, nil, fmt.Errorf("--stages: unknown stage %q (want classify, constraints, pollution)", s)
 		}
 	}
-	return a, nil
+	dataset, responses := false, false
+	for _, on := range splitList([]string{c.String("on")}) {
+		switch on {
+		case "dataset":
+			dataset = true
+		case "responses", "generated":
+			responses = true
+		default:
+			return a, nil, fmt.Errorf("--on: %q, want dataset or responses", on)
+		}
+	}
+	if !responses && (c.IsSet("strategies") || c.IsSet("samples")) {
+		return a, nil, fmt.Errorf("--strategies and --samples choose generated replies to review: add --on responses")
+	}
+	if c.Int("samples") < 0 {
+		return a, nil, fmt.Errorf("--samples %d: want 0 (all) or more", c.Int("samples"))
+	}
+	a.Pollution = pollution && dataset
+	if !pollution || !responses {
+		return a, nil, nil
+	}
+	return a, &run.ReviewReplies{Strategies: splitList(c.StringSlice("strategies")), Samples: c.Int("samples"), Dataset: dataset, Workers: c.Int("workers")}, nil
 }

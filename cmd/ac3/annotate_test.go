@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/stages/classify"
 )
 
 // annotateEnvRun is runApp with an environment, for commands that read
@@ -202,5 +204,61 @@ func TestAnnotateRejectsUnknownStages(t *testing.T) {
 	}
 	if _, _, err := runApp(t, "annotate", "--db", db, "--annotator", "gpt"); err == nil {
 		t.Error("unknown annotator accepted")
+	}
+}
+
+// status shows the heuristic's turn-type shares with its measured coverage
+// and accuracy beside them and names the labelled set, in text and JSON.
+func TestStatusShowsHeuristicQualityBesideTurnTypes(t *testing.T) {
+	db := ingestedRun(t)
+	mustRun(t, "annotate", "--db", db, "--stages", "classify")
+	q := classify.HeuristicQuality()
+	out := mustRun(t, "status", "--db", db)
+	cov, acc := fmt.Sprintf("%.0f%%", 100*q.Coverage), fmt.Sprintf("%.0f%%", 100*q.Accuracy)
+	if !strings.Contains(out, "turn types (classify heuristic)") || !strings.Contains(out, q.Set) || !strings.Contains(out, "labeller accuracy") {
+		t.Fatalf("status lacks the heuristic's turn types and quality:\n%s", out)
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 5 && (f[0] == classify.NewAsk || f[0] == classify.Feedback || f[0] == classify.NoFeedback || f[0] == classify.Unknown) {
+			rows++
+			if f[3] != cov || f[4] != acc {
+				t.Errorf("share row %q: want coverage %s and accuracy %s beside it", line, cov, acc)
+			}
+		}
+	}
+	if rows < 2 {
+		t.Errorf("%d turn-type rows with quality:\n%s", rows, out)
+	}
+	var st struct {
+		Conversations int64 `json:"conversations"`
+		TurnTypes     []struct {
+			Variant string `json:"variant"`
+			Turns   int    `json:"turns"`
+			Shares  []struct {
+				Type  string `json:"type"`
+				Count int    `json:"count"`
+			} `json:"shares"`
+			Quality *struct {
+				Applies  bool     `json:"applies"`
+				Set      string   `json:"set"`
+				Accuracy *float64 `json:"accuracy"`
+			} `json:"labeller_quality"`
+		} `json:"turn_types"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "status", "--db", db, "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Conversations == 0 || len(st.TurnTypes) != 1 || st.TurnTypes[0].Variant != "heuristic" || st.TurnTypes[0].Quality == nil ||
+		!st.TurnTypes[0].Quality.Applies || st.TurnTypes[0].Quality.Set != q.Set || st.TurnTypes[0].Quality.Accuracy == nil || *st.TurnTypes[0].Quality.Accuracy != q.Accuracy {
+		t.Errorf("status --json turn types: %+v", st)
+	}
+	sum := 0
+	for _, s := range st.TurnTypes[0].Shares {
+		sum += s.Count
+	}
+	if sum != st.TurnTypes[0].Turns || sum == 0 {
+		t.Errorf("shares count %d of %d turns", sum, st.TurnTypes[0].Turns)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
@@ -262,6 +263,9 @@ type runSnapshot struct {
 	status  ledger.Status
 	tokens  map[string]map[[2]any]int64 // curate variant → (conv, turn) → tokens
 	respond map[string][]respond.Output
+	// answerLen is the length of each answer as the length-controlled win
+	// rate reads it: respond variant → (conv, turn) → characters.
+	answerLen map[string]map[[2]any]int
 }
 
 func readRun(t *testing.T, path string) runSnapshot {
@@ -304,10 +308,15 @@ func readRun(t *testing.T, path string) runSnapshot {
 		s.tokens[v.Name] = m
 	}
 	s.respond = map[string][]respond.Output{}
+	s.answerLen = map[string]map[[2]any]int{}
 	for _, v := range plans[respond.StageName] {
+		s.answerLen[v.Name] = map[[2]any]int{}
 		err := l.Units(ctx, respond.StageName, []ledger.Variant{v}, 0, math.MaxInt64, func(u ledger.Unit) error {
 			o, err := respond.Decode(u.Output)
 			s.respond[v.Name] = append(s.respond[v.Name], o)
+			if err == nil && len(o.Samples) == 1 {
+				s.answerLen[v.Name][[2]any{u.ConvID, u.Turn}] = utf8.RuneCountInString(strings.TrimSpace(o.Samples[0].Text))
+			}
 			return err
 		})
 		if err != nil {
@@ -552,6 +561,7 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 	flip := map[string]string{"A": "B", "B": "A", "tie": "tie"}
 	judgeCalls := 0
 	ex := expected{quality: map[string][]stats.Verdict{}, pairs: pairs}
+	allVs := map[string]map[string][]stats.Verdict{} // pair → dimension → verdicts in turns order
 	for pi, p := range pairs {
 		name := p[0] + ":" + p[1]
 		c.str(fmt.Sprintf("pairs.%d.pair", pi), name)
@@ -600,15 +610,45 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 			}
 		}
 		ex.quality[name] = vs["quality"]
+		allVs[name] = vs
 		pp := fmt.Sprintf("pairs.%d.", pi)
 		c.num(pp+"units_done", 21)
 		c.num(pp+"units_failed", 0)
 		c.num(pp+"comparisons", 21)
 		c.num(pp+"identical", float64(identical))
+		// The scripted respondent answers a context by its label, so equal
+		// labels are equal contexts, and every one was a tie without a call.
+		c.num(pp+"same_context", float64(identical))
+		c.num(pp+"same_context_no_call", float64(identical))
 		for di, d := range []string{"quality", "on_topic"} {
 			dp := fmt.Sprintf("%sdimensions.%d.", pp, di)
 			c.str(dp+"dimension", d)
 			c.summary(dp+"overall", vs[d], so)
+			// Length-controlled: the same verdicts with the stored answers'
+			// lengths, fitted with the same seed.
+			var lvs []stats.LengthVerdict
+			for _, v := range vs[d] {
+				at := [2]any{v.Conversation, v.Turn}
+				lvs = append(lvs, stats.LengthVerdict{Conversation: v.Conversation, Outcome: v.Outcome, LenA: snap.answerLen[p[0]][at], LenB: snap.answerLen[p[1]][at]})
+			}
+			lc, err := stats.LengthControlledWinRate(lvs, so)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lp := dp + "length_controlled."
+			c.num(lp+"n", float64(len(lvs)))
+			c.num(lp+"conversations", float64(lc.Conversations))
+			c.num(lp+"invalid", 0)
+			c.num(lp+"no_length", 0)
+			c.num(lp+"win_rate", lc.WinRate)
+			c.num(lp+"lc_win_rate", lc.LCWinRate)
+			c.num(lp+"ci.lo", lc.Bootstrap.Lo)
+			c.num(lp+"ci.hi", lc.Bootstrap.Hi)
+			c.num(lp+"intercept", lc.Intercept)
+			c.num(lp+"slope", lc.Slope)
+			c.num(lp+"scale", lc.Scale)
+			c.flag(lp+"small_n", len(lvs) < 30)
+			c.flag(lp+"few_conversations", lc.Conversations < 10)
 			// Breakdowns: the same verdicts split by turn type and round,
 			// each group resampled with the same seed.
 			groups := func(path string, key func(stats.Verdict) string) {
@@ -670,6 +710,58 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 			c.num(fp+"sign_test.n", float64(decisive))
 			c.num(fp+"sign_test.p", signP(firstWins, decisive))
 			c.flag(fp+"small_n", decisive < 30)
+		}
+	}
+	// Arms against a common reference: every two pairs that share one
+	// strategy, quality rows first. A turn is a success for an arm when it
+	// beat the reference; ties are not.
+	type combo struct{ x, y, ref, xPair, yPair string }
+	combos := []combo{
+		{"ao", "fc", "gated-reset", "gated-reset:ao", "gated-reset:fc"},
+		{"gated-reset", "fc", "ao", "gated-reset:ao", "fc:ao"},
+		{"gated-reset", "ao", "fc", "gated-reset:fc", "fc:ao"},
+	}
+	beat := func(pair, arm string, o stats.Outcome) bool {
+		return (strings.HasPrefix(pair, arm+":") && o == stats.AWins) || (strings.HasSuffix(pair, ":"+arm) && o == stats.BWins)
+	}
+	c.length("arms", 2*len(combos))
+	for di, d := range []string{"quality", "on_topic"} {
+		for ci, cb := range combos {
+			xs, ys := allVs[cb.xPair][d], allVs[cb.yPair][d]
+			xWins, yWins, xOnly, yOnly := 0, 0, 0, 0
+			for i := range xs {
+				bx, by := beat(cb.xPair, cb.x, xs[i].Outcome), beat(cb.yPair, cb.y, ys[i].Outcome)
+				if bx {
+					xWins++
+				}
+				if by {
+					yWins++
+				}
+				switch {
+				case bx && !by:
+					xOnly++
+				case by && !bx:
+					yOnly++
+				}
+			}
+			ap := fmt.Sprintf("arms.%d.", di*len(combos)+ci)
+			c.str(ap+"dimension", d)
+			c.str(ap+"reference", cb.ref)
+			c.str(ap+"x", cb.x)
+			c.str(ap+"y", cb.y)
+			c.str(ap+"x_pair", cb.xPair)
+			c.str(ap+"y_pair", cb.yPair)
+			c.str(ap+"ties", "losses")
+			n := len(turns)
+			c.num(ap+"turns", float64(n))
+			c.num(ap+"invalid", 0)
+			c.num(ap+"concordant", float64(n-xOnly-yOnly))
+			c.num(ap+"x_better", float64(xOnly))
+			c.num(ap+"y_better", float64(yOnly))
+			c.num(ap+"x_rate", float64(xWins)/float64(n))
+			c.num(ap+"y_rate", float64(yWins)/float64(n))
+			c.num(ap+"diff", float64(xWins-yWins)/float64(n))
+			c.num(ap+"p", signP(xOnly, xOnly+yOnly))
 		}
 	}
 	judgeDistinct := len(distinct) - respondDistinct

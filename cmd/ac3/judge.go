@@ -19,9 +19,14 @@ latest user message clearly and correctly) and on_topic (stays on the
 conversation's thread): A, B or tie, with a one-sentence justification and a
 confidence.
 
---order both   judge each comparison in both orders; a win counts only when it
-               wins in both, otherwise it is a tie (default)
---order random show A first or second as drawn from --seed (recorded per verdict)
+--order random show A first or second as drawn from --seed; the seed and the
+               side shown first are recorded with every verdict (default: one
+               call per comparison, the protocol of both AC3 and Huang et al.,
+               so win rates compare with theirs)
+--order both   stricter and twice the calls: judge each comparison in both
+               orders; a win counts only when it wins in both, anything else is
+               a tie, and the report gives the share of comparisons on which
+               the two orders agreed (order consistency)
 --context      full (the dataset's own history), user_only (system and user
                turns only) or final_answer_only (reasoning traces stripped)
 
@@ -30,10 +35,11 @@ fails its unit with the raw answer kept.
 
 Examples:
    ac3 judge --db run.db --config run.yaml --pairs gated-reset:ao,fc:ao
-   ac3 judge --db run.db --pairs fc:ao --order random --seed 7 --context user_only`,
+   ac3 judge --db run.db --pairs fc:ao --order both --context user_only
+   ac3 judge --db run.db --pairs fc:ao --seed 7`,
 		Flags: append(llmFlags(), dbFlag,
 			&cli.StringSliceFlag{Name: "pairs", Usage: "A:B pairs of respond variants (default: stages.judge.pairs)"},
-			&cli.StringFlag{Name: "order", Usage: strings.Join(judge.Orders(), " | ") + " (default " + judge.OrderBoth + ")"},
+			&cli.StringFlag{Name: "order", Usage: strings.Join(judge.Orders(), " | ") + " (default " + judge.OrderRandom + ", as in the papers; both is stricter)"},
 			&cli.StringFlag{Name: "context", Usage: strings.Join(judge.Contexts(), " | ") + " (default " + judge.ContextFull + ")"},
 			&cli.StringFlag{Name: "role", Usage: "the judging role (default " + judge.DefaultRole + ")"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed for random order (default: run.seed)"},

@@ -41,6 +41,12 @@ relative paths are relative to the config file):
      filter: {language: [English], user_turns: {min: 2, max: 10}, dedupe: true}
    stages:
      curate: {from_turn: 2, strategies: [fc, ao, lt, de, concat, filler]}
+     respond: {strategies: [fc, ao, filler]}
+     # order: random (the default) judges each comparison once, A or B shown
+     # first as drawn from run.seed, the protocol of both papers; both judges
+     # twice and counts a win only when both orders agree (stricter; the
+     # report then gives the order-consistency rate).
+     judge: {pairs: [filler:fc, ao:fc], order: random}
    export:
      - {what: curated, format: parquet}
      - {what: quarantine, format: jsonl}

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/run"
 )
 
 func statusCommand(e *env) *cli.Command {
@@ -27,7 +28,12 @@ finished}], conversations, dropped{reason: n}, dropped_total, quarantined{reason
 n}, quarantined_total, stages[{stage, variant, version, done, failed, pending,
 units_done, units_failed}], llm[{role, model, stage, calls, cache_hits, failed,
 prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd}],
-spend_usd.
+spend_usd, turn_types[{variant, version, turns, failed, shares[{type, count,
+share}], labeller_quality}] (when the run has a classify stage).
+
+Turn types labelled by the rule-based heuristic are shown with its measured
+coverage (share of turns it gives a type) and accuracy (share of those it gets
+right) and the labelled set they were measured on, which it was not tuned on.
 
 Example:
    ac3 status --db run.db
@@ -46,12 +52,20 @@ Example:
 			if err != nil {
 				return err
 			}
+			tts, err := run.RunTurnTypes(c.Context, l)
+			if err != nil {
+				return err
+			}
 			if c.Bool("json") {
 				enc := json.NewEncoder(e.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return enc.Encode(struct {
+					ledger.Status
+					TurnTypes []run.TurnTypes `json:"turn_types,omitempty"`
+				}{st, tts})
 			}
 			printStatus(e.stdout, st)
+			printTurnTypes(e.stdout, tts)
 			return nil
 		},
 	}
@@ -91,6 +105,39 @@ func printStatus(w io.Writer, st ledger.Status) {
 		tw.Flush()
 		fmt.Fprintf(w, "spend so far: $%.4f\n", st.SpendUSD)
 	}
+}
+
+// printTurnTypes prints each classify variant's turn-type shares; the
+// heuristic's come with its measured coverage and accuracy beside them.
+func printTurnTypes(w io.Writer, tts []run.TurnTypes) {
+	for _, tt := range tts {
+		fmt.Fprintf(w, "\nturn types (classify %s): %d turns labelled, %d failed\n", tt.Variant, tt.Turns, tt.Failed)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		q := tt.Quality
+		if q != nil {
+			fmt.Fprintln(tw, "type\tcount\tshare\tlabeller coverage\tlabeller accuracy")
+		} else {
+			fmt.Fprintln(tw, "type\tcount\tshare")
+		}
+		for _, s := range tt.Shares {
+			if q != nil {
+				fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%s\t%s\n", s.Type, s.Count, 100*s.Share, pctOf(q.Coverage), pctOf(q.Accuracy))
+			} else {
+				fmt.Fprintf(tw, "%s\t%d\t%.1f%%\n", s.Type, s.Count, 100*s.Share)
+			}
+		}
+		tw.Flush()
+		if q != nil {
+			fmt.Fprintf(w, "heuristic labeller, measured: %s\n", q.Line)
+		}
+	}
+}
+
+func pctOf(f *float64) string {
+	if f == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", 100**f)
 }
 
 func printCounts(w io.Writer, title string, m map[string]int64, total int64) {

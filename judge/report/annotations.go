@@ -53,6 +53,37 @@ type TurnTypeSummary struct {
 	Annotators    []Count `json:"annotators"` // "llm:<model>" or "heuristic"
 	SelfContained int     `json:"self_contained"`
 	Refs          []Count `json:"refs"` // reference tags ("1a", "2u", …), nearest first
+	// LabellerQuality is the rule-based labeller's measured quality, set
+	// when the shares are the heuristic's (variant "heuristic").
+	LabellerQuality *LabellerQuality `json:"labeller_quality,omitempty"`
+}
+
+// LabellerQuality is classify.Quality in report form: how often the
+// heuristic labeller gives a type (coverage) and how often that type is
+// right (accuracy), on a labelled set it was not tuned on.
+type LabellerQuality struct {
+	Annotator string `json:"annotator"` // the labeller version measured
+	// Applies is false when the run's heuristic is another version than
+	// the one measured: the figures then describe a different labeller.
+	Applies              bool   `json:"applies"`
+	Set                  string `json:"set"`
+	N                    int    `json:"n"`
+	Labelled             int    `json:"labelled"`
+	Coverage             Num    `json:"coverage"`
+	Accuracy             Num    `json:"accuracy"`
+	MacroF1              Num    `json:"macro_f1"`
+	MajorityRateLabelled Num    `json:"majority_rate_labelled"` // the accuracy of always answering the set's most common type
+}
+
+// heuristicQuality returns the measured quality of the heuristic labeller
+// for a classify variant, nil when the variant is not the heuristic's.
+func heuristicQuality(v ledger.Variant) *LabellerQuality {
+	if v.Name != "heuristic" {
+		return nil
+	}
+	q := classify.HeuristicQuality()
+	return &LabellerQuality{Annotator: q.Annotator, Applies: q.Applies(v.Version), Set: q.Set, N: q.N, Labelled: q.Labelled,
+		Coverage: Num(q.Coverage), Accuracy: Num(q.Accuracy), MacroF1: Num(q.MacroF1), MajorityRateLabelled: Num(q.MajorityRateLabelled)}
 }
 
 // PollutionSummary is the context-pollution review of assistant turns.
@@ -118,7 +149,15 @@ type annotationFold struct {
 func newAnnotationFold(plans map[string][]ledger.Variant) *annotationFold {
 	a := &annotationFold{cls: classify.NewSummarizer(), pol: pollution.NewSummarizer(), con: constraints.NewSummarizer()}
 	a.clsV, a.clsOK = pickVariant(plans[classify.StageName])
-	a.polV, a.polOK = pickVariant(plans[pollution.StageName])
+	// The dataset's replies only: the generated ones have their own
+	// section (ReplyPollution).
+	var dataset []ledger.Variant
+	for _, v := range plans[pollution.StageName] {
+		if _, gen := pollution.RespondVariant(v.Name); !gen {
+			dataset = append(dataset, v)
+		}
+	}
+	a.polV, a.polOK = pickVariant(dataset)
 	a.conV, a.conOK = pickVariant(plans[constraints.StageName])
 	return a
 }
@@ -183,7 +222,8 @@ func (a *annotationFold) annotations() *Annotations {
 	if a.clsOK {
 		s := a.cls.Summary()
 		d := &TurnTypeSummary{Variant: a.clsV.Name, Turns: s.Turns, Failed: s.Failed, Conversations: s.Conversations,
-			Types: []Share{}, Annotators: counts(s.Annotators, nil), SelfContained: s.SelfContained, Refs: counts(s.Refs, s.RefTags())}
+			Types: []Share{}, Annotators: counts(s.Annotators, nil), SelfContained: s.SelfContained, Refs: counts(s.Refs, s.RefTags()),
+			LabellerQuality: heuristicQuality(a.clsV)}
 		for _, ts := range s.Types {
 			d.Types = append(d.Types, Share{Key: ts.Type, Proportion: proportion(ts.Count, s.Turns, ts.Share, ts.Lo, ts.Hi)})
 		}

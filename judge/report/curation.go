@@ -152,7 +152,7 @@ func newCurationFold(plans map[string][]ledger.Variant) *curationFold {
 
 // page reads the curated contexts of one page, fc's first so every other
 // strategy's turn can be compared with fc's tokens on the same turn.
-func (c *curationFold) page(ctx context.Context, src Source, after, upto int64, types map[pageTurn]string, progress *progressLog) error {
+func (c *curationFold) page(ctx context.Context, src Source, after, upto int64, types map[pageTurn]string, progress *progressLog, answers *pageAnswers) error {
 	clear(c.fcTok)
 	order := make([]ledger.Variant, 0, len(c.variants))
 	if c.fc != nil {
@@ -178,6 +178,7 @@ func (c *curationFold) page(ctx context.Context, src Source, after, upto int64, 
 			// overlays (gated-reset+constraints), so two variants built
 			// on one operator are never pooled.
 			ctxt.Strategy = v.Name
+			answers.addContext(u.ConvSeq, u.Turn, v.Name, ctxt.Parts)
 			at := pageTurn{u.ConvSeq, u.Turn}
 			if isFC {
 				c.fcTok[at] = ctxt.Tokens

@@ -31,6 +31,9 @@ type fold struct {
 	respond   []*respondFold
 	cur       *curationFold
 	convs     *convTable
+	arms      *armFold
+	replies   *replyFold
+	answers   *pageAnswers        // contexts and answer lengths of the page being read
 	types     map[pageTurn]string // turn types of the page being read
 	progress  *progressLog
 	level     float64
@@ -43,6 +46,9 @@ func newFold(plans map[string][]ledger.Variant, so stats.Options, level float64)
 		judgeInfo: newJudgeInfo(),
 		cur:       newCurationFold(plans),
 		convs:     newConvTable(),
+		arms:      newArmFold(plans[judge.StageName]),
+		replies:   newReplyFold(plans),
+		answers:   newPageAnswers(),
 		types:     map[pageTurn]string{},
 		progress:  newProgressLog(),
 	}
@@ -58,38 +64,46 @@ func newFold(plans map[string][]ledger.Variant, so stats.Options, level float64)
 		f.progress.watch(curate.StageName, v.Name)
 	}
 	f.ann.watch(f.progress)
+	f.replies.watch(f.progress)
 	return f
 }
 
 // page reads every stage's units of the conversations with after < seq <=
-// upto: annotations first, so the page's turn types are known when its
-// verdicts and curated contexts are read.
+// upto: annotations first, so the page's turn types are known, then the
+// curated contexts and the generated answers, so the verdicts can be
+// joined with the answers' lengths and with whether both strategies built
+// the same context.
 func (f *fold) page(ctx context.Context, src Source, after, upto int64) error {
 	clear(f.types)
+	f.answers.reset()
 	if err := f.ann.page(ctx, src, after, upto, f.types, f.progress); err != nil {
 		return err
 	}
-	for _, p := range f.pairs {
-		err := src.Units(ctx, judge.StageName, []ledger.Variant{p.v}, after, upto, func(u ledger.Unit) error {
-			f.progress.add(judge.StageName, u)
-			return p.add(u, f.types, f.convs, f.judgeInfo)
-		})
-		if err != nil {
-			return err
-		}
+	if err := f.cur.page(ctx, src, after, upto, f.types, f.progress, f.answers); err != nil {
+		return err
+	}
+	if err := f.replies.page(ctx, src, after, upto, f.progress); err != nil {
+		return err
 	}
 	for _, rf := range f.respond {
 		err := src.Units(ctx, respond.StageName, []ledger.Variant{rf.v}, after, upto, func(u ledger.Unit) error {
 			f.progress.add(respond.StageName, u)
-			return rf.add(u)
+			return rf.add(u, f.answers)
 		})
 		if err != nil {
 			return err
 		}
 	}
-	if err := f.cur.page(ctx, src, after, upto, f.types, f.progress); err != nil {
-		return err
+	for i, p := range f.pairs {
+		err := src.Units(ctx, judge.StageName, []ledger.Variant{p.v}, after, upto, func(u ledger.Unit) error {
+			f.progress.add(judge.StageName, u)
+			return p.add(u, pageJoin{types: f.types, answers: f.answers, arms: f.arms, index: i}, f.convs, f.judgeInfo)
+		})
+		if err != nil {
+			return err
+		}
 	}
+	f.arms.endPage()
 	return f.convs.endPage()
 }
 
@@ -104,11 +118,17 @@ func (f *fold) fill(r *Report) error {
 		r.Pairs = append(r.Pairs, pr)
 	}
 	f.judgeInfo.fill(r)
+	arms, err := f.arms.rows()
+	if err != nil {
+		return err
+	}
+	r.Arms = arms
 	for _, rf := range f.respond {
 		r.Respond = append(r.Respond, rf.report())
 	}
 	f.cur.fill(r, f.level)
 	r.Annotations = f.ann.annotations()
+	r.ReplyPollution = f.replies.report()
 	return nil
 }
 
@@ -120,7 +140,7 @@ type respondFold struct {
 	compl, ctxTok     int64
 }
 
-func (rf *respondFold) add(u ledger.Unit) error {
+func (rf *respondFold) add(u ledger.Unit, answers *pageAnswers) error {
 	if u.Status != ledger.Done {
 		rf.row.UnitsFailed++
 		return nil
@@ -130,6 +150,7 @@ func (rf *respondFold) add(u ledger.Unit) error {
 	if err != nil {
 		return fmt.Errorf("reading respond unit %s: %w", u.Key, err)
 	}
+	answers.addAnswers(u.ConvSeq, u.Turn, rf.v.Name, o)
 	rf.models.add(o.Model)
 	rf.endpoints.add(o.Endpoint)
 	rf.ctxTok += int64(o.ContextTokens)

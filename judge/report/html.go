@@ -54,9 +54,10 @@ svg{display:block;margin:.4rem 0 1rem;max-width:100%;height:auto}svg text{font-f
 			}
 		}
 		b.WriteString("</table>\n")
+		r.htmlJudgeExtras(&b)
 		for _, p := range r.Pairs {
-			fmt.Fprintf(&b, "<h3>%s</h3>\n<p class=\"meta\">A = %s, B = %s · context %s · order %s · %d turns judged, %d failed · %d comparisons, %d identical (ties without a call)</p>\n",
-				e(p.Pair), e(p.A), e(p.B), e(p.Context), e(p.Order), p.UnitsDone, p.UnitsFailed, p.Comparisons, p.Identical)
+			fmt.Fprintf(&b, "<h3>%s</h3>\n<p class=\"meta\">A = %s, B = %s · context %s · order %s · %d turns judged, %d failed · %d comparisons, %d identical (ties without a call) · same context for both strategies in %d, %d of them settled without a call</p>\n",
+				e(p.Pair), e(p.A), e(p.B), e(p.Context), e(p.Order), p.UnitsDone, p.UnitsFailed, p.Comparisons, p.Identical, p.SameContext, p.SameContextNoCall)
 			for _, d := range p.Dimensions {
 				fmt.Fprintf(&b, "<h4>%s by turn type</h4>\n", e(d.Dimension))
 				rows = rows[:0]
@@ -92,6 +93,7 @@ svg{display:block;margin:.4rem 0 1rem;max-width:100%;height:auto}svg text{font-f
 	}
 	r.htmlCuration(&b)
 	r.htmlAnnotations(&b)
+	r.htmlReplyPollution(&b)
 	r.htmlProgress(&b)
 	b.WriteString("<h2>Cost by role</h2>\n")
 	if len(r.Cost.ByRole) == 0 {

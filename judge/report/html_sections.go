@@ -107,7 +107,14 @@ func (r *Report) htmlAnnotations(b *strings.Builder) {
 	if d := a.TurnTypes; d != nil {
 		fmt.Fprintf(b, "<h3>Turn types</h3><p class=meta>%d user turns labelled in %d conversations · stage variant %s · %d failed · annotated by %s</p>\n",
 			d.Turns, d.Conversations, e(d.Variant), d.Failed, e(countList(d.Annotators)))
-		b.WriteString(barChart(shareBars(d.Types), 1))
+		bars := shareBars(d.Types)
+		if q := d.LabellerQuality; q != nil {
+			fmt.Fprintf(b, "<p class=note>%s</p>\n", e(labellerNote(q)))
+			for i := range bars {
+				bars[i].text += fmt.Sprintf(" · labeller coverage %s, accuracy %s", pct(q.Coverage), pct(q.Accuracy))
+			}
+		}
+		b.WriteString(barChart(bars, 1))
 		fmt.Fprintf(b, "<p>%d turns stand on their own; references to earlier turns: %s.</p>\n", d.SelfContained, e(countList(d.Refs)))
 	}
 	if p := a.Pollution; p != nil {

@@ -99,9 +99,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 		}
 		b.f("\n")
+		r.mdNoCall(b)
+		r.mdLengthControlled(b)
+		r.mdArms(b)
 		for _, p := range r.Pairs {
 			b.f("### %s (A = %s, B = %s; context %s, order %s)\n\n", p.Pair, p.A, p.B, p.Context, p.Order)
-			b.f("%d turns judged, %d failed; %d comparisons, %d of them identical answers (ties without a call).\n\n", p.UnitsDone, p.UnitsFailed, p.Comparisons, p.Identical)
+			b.f("%d turns judged, %d failed; %d comparisons, %d of them identical answers (ties without a call); both strategies built the same context for %d, %d of which were settled as ties without a call.\n\n", p.UnitsDone, p.UnitsFailed, p.Comparisons, p.Identical, p.SameContext, p.SameContextNoCall)
 			for _, d := range p.Dimensions {
 				b.f("**%s by turn type**\n\n", d.Dimension)
 				groupTable(b, "turn type", d.ByTurnType)
@@ -131,6 +134,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	r.mdCuration(b)
 	r.mdAnnotations(b)
+	r.mdReplyPollution(b)
 	r.mdProgress(b)
 	b.f("## Cost by role\n\n")
 	if len(r.Cost.ByRole) == 0 {

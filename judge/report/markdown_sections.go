@@ -100,7 +100,16 @@ func (r *Report) mdAnnotations(b *mdWriter) {
 	b.f("## Annotations\n\nShares with 95%% Wilson intervals (turns treated as independent).\n\n")
 	if d := a.TurnTypes; d != nil {
 		b.f("### Turn types\n\n%d user turns labelled in %d conversations (stage variant %s), %d failed. Annotated by %s.\n\n", d.Turns, d.Conversations, d.Variant, d.Failed, countList(d.Annotators))
-		shareTable(b, "turn type", d.Types)
+		if q := d.LabellerQuality; q != nil {
+			b.f("%s\n\n", labellerNote(q))
+			b.f("| turn type | count | share | Wilson | labeller coverage | labeller accuracy |\n|---|---:|---:|---|---:|---:|\n")
+			for _, s := range d.Types {
+				b.f("| %s | %d | %s | %s | %s | %s |\n", s.Key, s.Count, pct(s.Rate), ivl(s.Wilson), pct(q.Coverage), pct(q.Accuracy))
+			}
+			b.f("\n")
+		} else {
+			shareTable(b, "turn type", d.Types)
+		}
 		b.f("%d turns stand on their own; references to earlier turns: %s.\n\n", d.SelfContained, countList(d.Refs))
 	}
 	if p := a.Pollution; p != nil {

@@ -56,11 +56,22 @@ type dimFold struct {
 	single, split stats.PositionTally
 	cons          stats.ConsistencyTally
 	both          bool
+	lc            lcFold
+}
+
+// pageJoin is what a judge unit is read with: the page's turn types,
+// contexts and answer lengths, and the arm comparisons its outcomes feed
+// as pair number index.
+type pageJoin struct {
+	types   map[pageTurn]string
+	answers *pageAnswers
+	arms    *armFold
+	index   int
 }
 
 // add folds one stored judge unit. types gives the turn types of the
 // unit's page; convs keeps the ids of conversations with verdicts.
-func (p *pairFold) add(u ledger.Unit, types map[pageTurn]string, convs *convTable, info *judgeInfo) error {
+func (p *pairFold) add(u ledger.Unit, pj pageJoin, convs *convTable, info *judgeInfo) error {
 	if u.Status != ledger.Done {
 		p.pr.UnitsFailed++
 		return nil
@@ -82,6 +93,12 @@ func (p *pairFold) add(u ledger.Unit, types map[pageTurn]string, convs *convTabl
 		if c.Identical {
 			p.pr.Identical++
 		}
+		if same, known := pj.answers.sameContext(u.ConvSeq, u.Turn, o.A, o.B); known && same {
+			p.pr.SameContext++
+			if c.Identical {
+				p.pr.SameContextNoCall++
+			}
+		}
 		for _, call := range c.Calls {
 			info.models.add(call.Model)
 			info.endpoints.add(call.Endpoint)
@@ -94,28 +111,36 @@ func (p *pairFold) add(u ledger.Unit, types map[pageTurn]string, convs *convTabl
 	if len(obs) == 0 {
 		return nil
 	}
-	tt := types[pageTurn{u.ConvSeq, u.Turn}]
+	tt := pj.types[pageTurn{u.ConvSeq, u.Turn}]
 	if tt == "" {
 		tt = Unclassified
 	}
 	convs.note(u.ConvSeq, u.ConvID)
 	for _, ob := range obs {
-		d := p.dim(ob.Dimension)
+		di, d := p.dim(ob.Dimension)
 		if d == nil {
 			continue
 		}
 		d.add(ob, tt, u.ConvSeq)
+		la, oka := pj.answers.length(u.ConvSeq, u.Turn, ob.A, ob.Sample)
+		lb, okb := pj.answers.length(u.ConvSeq, u.Turn, ob.B, ob.Sample)
+		if oka && okb {
+			d.lc.add(u.ConvSeq, ob.Outcome, la, lb)
+		} else {
+			d.lc.noLength++
+		}
+		pj.arms.note(pj.index, di, ob)
 	}
 	return nil
 }
 
-func (p *pairFold) dim(name string) *dimFold {
-	for _, d := range p.dims {
+func (p *pairFold) dim(name string) (int, *dimFold) {
+	for i, d := range p.dims {
 		if d.name == name {
-			return d
+			return i, d
 		}
 	}
-	return nil
+	return -1, nil
 }
 
 func (d *dimFold) add(ob judge.Observation, tt string, seq int64) {
@@ -197,6 +222,9 @@ func (d *dimFold) report(convs *convTable, ranks []uint32, so stats.Options) (Di
 			Pairs: c.Pairs, Invalid: c.Invalid, Consistent: c.Consistent, Rate: Num(c.Rate),
 			Wilson: interval(c.Wilson), FirstBoth: c.FirstBoth, SecondBoth: c.SecondBoth,
 		}
+	}
+	if dr.LengthControlled, err = d.lc.report(convs, ranks, so); err != nil {
+		return dr, err
 	}
 	pb := single.Bias(so)
 	dr.Position.FirstShown = &Bias{

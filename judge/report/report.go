@@ -52,6 +52,7 @@ type Report struct {
 	Progress      []Progress        `json:"progress"` // per planned stage variant: done, failed by reason, never attempted
 	Judge         JudgeInfo         `json:"judge"`
 	Pairs         []PairReport      `json:"pairs"`
+	Arms          []ArmRow          `json:"arms"` // McNemar between arms judged against a common reference
 	Respond       []RespondRow      `json:"respond"`
 	Tokens        []TokenRow        `json:"tokens"`
 	Gates         []GateRow         `json:"gates,omitempty"`         // strategies that record per-turn decisions
@@ -59,7 +60,10 @@ type Report struct {
 	AnalysisCost  []AnalysisCostRow `json:"analysis_cost,omitempty"` // strategies that call a model
 	Cost          Cost              `json:"cost"`
 	Annotations   *Annotations      `json:"annotations,omitempty"`
-	Notes         []string          `json:"notes"`
+	// ReplyPollution is set when the run reviewed generated replies for
+	// pollution (stages.pollution.on: generated).
+	ReplyPollution *ReplyPollution `json:"reply_pollution,omitempty"`
+	Notes          []string        `json:"notes"`
 }
 
 // Settings says how the numbers were computed.
@@ -71,6 +75,8 @@ type Settings struct {
 	Reference        string `json:"reference_interval"`
 	Test             string `json:"test"`
 	WinRate          string `json:"win_rate"`
+	LengthControl    string `json:"length_control"`
+	ArmTest          string `json:"arm_test"`
 	MinN             int    `json:"min_n"`
 	MinConversations int    `json:"min_conversations"`
 }
@@ -87,16 +93,22 @@ type JudgeInfo struct {
 
 // PairReport is one judged pair (one judge variant).
 type PairReport struct {
-	Pair        string      `json:"pair"`
-	A           string      `json:"a"`
-	B           string      `json:"b"`
-	Context     string      `json:"context"`
-	Order       string      `json:"order"`
-	UnitsDone   int         `json:"units_done"`
-	UnitsFailed int         `json:"units_failed"`
-	Comparisons int         `json:"comparisons"`
-	Identical   int         `json:"identical"` // ties without a call
-	Dimensions  []DimReport `json:"dimensions"`
+	Pair        string `json:"pair"`
+	A           string `json:"a"`
+	B           string `json:"b"`
+	Context     string `json:"context"`
+	Order       string `json:"order"`
+	UnitsDone   int    `json:"units_done"`
+	UnitsFailed int    `json:"units_failed"`
+	Comparisons int    `json:"comparisons"`
+	Identical   int    `json:"identical"` // ties without a call
+	// SameContext counts comparisons where both strategies built the same
+	// context for the turn (equal curated parts); SameContextNoCall those
+	// of them settled as ties without a call because the answers were
+	// identical too.
+	SameContext       int         `json:"same_context"`
+	SameContextNoCall int         `json:"same_context_no_call"`
+	Dimensions        []DimReport `json:"dimensions"`
 }
 
 // DimReport is one pair on one dimension.
@@ -106,6 +118,8 @@ type DimReport struct {
 	ByTurnType []Group  `json:"by_turn_type"`
 	ByRound    []Group  `json:"by_round"`
 	Position   Position `json:"position"`
+	// LengthControlled is A's win rate at equal answer lengths.
+	LengthControlled *LengthControlled `json:"length_controlled"`
 }
 
 // Summary is a stats.Summary for strategy A in report form.
@@ -222,13 +236,15 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 		Run:    filepath.Base(src.Path()),
 		Settings: Settings{
 			Level: Num(def.Level), Resamples: def.Resamples, Seed: opts.Seed,
-			Interval:  "percentile bootstrap resampling whole conversations (turns of one conversation are correlated)",
-			Reference: "Wilson score interval (ties as half wins, ignoring clustering)",
-			Test:      "exact two-sided sign test on decisive comparisons (ties dropped)",
-			WinRate:   "(wins + ties/2) / n, for strategy A of the pair",
-			MinN:      cmpOr(opts.MinN, stats.DefaultMinN), MinConversations: cmpOr(opts.MinConversations, stats.DefaultMinConversations),
+			Interval:      "percentile bootstrap resampling whole conversations (turns of one conversation are correlated)",
+			Reference:     "Wilson score interval (ties as half wins, ignoring clustering)",
+			Test:          "exact two-sided sign test on decisive comparisons (ties dropped)",
+			WinRate:       "(wins + ties/2) / n, for strategy A of the pair",
+			LengthControl: "logistic model of the verdict (a tie half a win) on tanh of the difference in answer characters over its standard deviation, read at equal length (AlpacaEval 2's LC, without its per-instruction term); bootstrap over conversations",
+			ArmTest:       "exact two-sided McNemar between two arms judged against the same reference on the same turns; an arm succeeds on a turn when it beat the reference (ties as losses)",
+			MinN:          cmpOr(opts.MinN, stats.DefaultMinN), MinConversations: cmpOr(opts.MinConversations, stats.DefaultMinConversations),
 		},
-		Pairs: []PairReport{}, Respond: []RespondRow{}, Tokens: []TokenRow{}, Notes: []string{}, Progress: []Progress{},
+		Pairs: []PairReport{}, Arms: []ArmRow{}, Respond: []RespondRow{}, Tokens: []TokenRow{}, Notes: []string{}, Progress: []Progress{},
 		Judge: JudgeInfo{Prompts: []string{}, Models: []string{}, Endpoints: []string{}, Orders: []string{}, Contexts: []string{}, Seeds: []int64{}},
 	}
 	st, err := src.Status(ctx)

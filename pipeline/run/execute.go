@@ -68,7 +68,8 @@ type runner struct {
 	res  Result
 }
 
-// Execute runs plan: ingest, annotate, curate, respond, judge, report,
+// Execute runs plan: ingest, annotate, curate, respond, the pollution
+// review of the generated replies, judge, report,
 // exports, in that order, each step only if the plan has it. Every step
 // resumes where an earlier run stopped and does nothing when its work is
 // all recorded, so Execute can be called again after any interruption.
@@ -90,7 +91,7 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 		return r.res, err
 	}
 	defer r.l.Close()
-	for _, step := range []func(context.Context) (bool, error){r.ingest, r.annotate, r.curate, r.respond, r.judge, r.report, r.exports} {
+	for _, step := range []func(context.Context) (bool, error){r.ingest, r.annotate, r.curate, r.respond, r.replies, r.judge, r.report, r.exports} {
 		done, err := step(ctx)
 		if err != nil {
 			return r.res, err

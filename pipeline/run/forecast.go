@@ -193,6 +193,15 @@ func (e *forecaster) build(ctx context.Context) error {
 			add("respond", st, "")
 		}
 	}
+	if a := e.plan.Replies; a != nil {
+		if e.client == nil {
+			add(a.label(), nil, e.noModel.Error())
+		} else if st, _, err := a.build(e.client, units, plans); err != nil {
+			add(a.label(), nil, failed(err))
+		} else {
+			add(a.label(), st, "")
+		}
+	}
 	if a := e.plan.Judge; a != nil {
 		if e.client == nil {
 			add("judge", nil, e.noModel.Error())

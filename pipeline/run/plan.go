@@ -27,6 +27,7 @@ type Plan struct {
 	Annotate *Annotate
 	Curate   *Curate
 	Respond  *Respond
+	Replies  *ReviewReplies // pollution of the generated replies, after respond
 	Judge    *Judge
 	Report   *Report
 	Exports  []Export
@@ -35,7 +36,7 @@ type Plan struct {
 // writes reports whether the plan changes the run file (and so needs it
 // open for writing, creating it if missing).
 func (p Plan) writes() bool {
-	return p.Ingest != nil || p.Annotate != nil || p.Curate != nil || p.Respond != nil || p.Judge != nil
+	return p.Ingest != nil || p.Annotate != nil || p.Curate != nil || p.Respond != nil || p.Replies != nil || p.Judge != nil
 }
 
 // Model says how to reach the models.
@@ -171,7 +172,7 @@ type Respond struct {
 // Judge compares the answers of two strategies.
 type Judge struct {
 	Pairs    []string // "A:B"
-	Order    string   // judge.OrderBoth (default) or judge.OrderRandom
+	Order    string   // judge.OrderRandom (default) or judge.OrderBoth (stricter)
 	Context  string   // judge context (judge.ContextFull by default)
 	Role     string   // judge role (judge.DefaultRole by default)
 	Parallel int      // calls in flight per conversation

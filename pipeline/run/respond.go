@@ -107,7 +107,7 @@ func (r *runner) judge(ctx context.Context) (bool, error) {
 	if a == nil {
 		return true, nil
 	}
-	r.heading("judge (%s, order %s)", strings.Join(a.Pairs, ","), cmpOr(a.Order, judge.OrderBoth))
+	r.heading("judge (%s, order %s)", strings.Join(a.Pairs, ","), cmpOr(a.Order, judge.OrderRandom))
 	client, err := r.plan.Model.client(ctx, r.l, nil, r.opts.Progress)
 	if errors.Is(err, ErrNoEndpoint) {
 		r.logf("judge: skipped, it needs a model: %v\n", err)

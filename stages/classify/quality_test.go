@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/conv"
@@ -185,4 +186,25 @@ func ExampleHeuristicQuality() {
 	}
 	// Output:
 	// heuristic: coverage 85%, accuracy 74% where it answered (majority class 72%), macro-F1 0.58; 59 turns of classify-wildchat.jsonl (real WildChat turns) held-out test split, English
+}
+
+// The README quotes the headline figures; they must be the measured ones.
+func TestReadmeQuotesHeuristicQuality(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := classify.HeuristicQuality()
+	for _, want := range []string{
+		fmt.Sprintf("English, %d turns", q.N),
+		fmt.Sprintf("gives a type to %d of them (%.1f%%, coverage)", q.Labelled, 100*float64(q.Labelled)/float64(q.N)),
+		fmt.Sprintf("right on %.1f%% of", 100*q.Accuracy),
+		fmt.Sprintf("against %.1f%% for always", 100*q.MajorityRateLabelled),
+		fmt.Sprintf("(%.1f%% on the whole split)", 100*q.MajorityRate),
+		fmt.Sprintf("macro-F1 %.2f", q.MacroF1),
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("README.md does not say %q (figures of %s)", want, q.Set)
+		}
+	}
 }

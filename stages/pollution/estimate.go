@@ -2,6 +2,7 @@ package pollution
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ac3/ac3/pipeline"
 )
@@ -10,21 +11,37 @@ import (
 const answerTokens = 160
 
 // Estimate implements pipeline.Estimator: one call per reviewed reply of
-// the dataset, with the prompt rendered as the run would render it.
+// the dataset, with the prompt rendered as the run would render it. For a
+// variant on generated replies, which a dry run usually forecasts before
+// they exist, each round from DefaultFrom with a dataset reply counts one
+// call per sample reviewed (one when Samples is 0), with the dataset's
+// reply standing in for the generated one: the history is the same and
+// the reply's length is what the estimate is unsure of either way.
 func (s *Stage) Estimate(_ context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
 	var out []pipeline.Call
+	role := s.llm.core().Role
 	for _, v := range t.Variants {
-		if v.Name != "llm" {
+		rv, gen := s.responses[v.Name]
+		if v.Name != VariantDataset && !gen {
 			continue
 		}
-		role := s.llm.core().Role
+		samples := 1
+		if gen && s.opts.Responses.Samples > 0 {
+			samples = s.opts.Responses.Samples
+		}
 		for _, turn := range Turns(t.Conv) {
 			in, _ := DatasetInput(t.Conv, turn)
 			msgs, err := s.llm.Messages(in)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, pipeline.Call{Role: role, Key: pipeline.MessagesKey(msgs), PromptTokens: f.MessagesTokens(msgs), CompletionTokens: answerTokens})
+			key := pipeline.MessagesKey(msgs)
+			for k := range samples {
+				if gen {
+					key = fmt.Sprintf("%s|%s|%d", pipeline.MessagesKey(msgs), rv, k)
+				}
+				out = append(out, pipeline.Call{Role: role, Key: key, PromptTokens: f.MessagesTokens(msgs), CompletionTokens: answerTokens})
+			}
 		}
 	}
 	return out, nil

@@ -313,25 +313,11 @@ func (c *File) Annotate() (a run.Annotate, notes []string, err error) {
 	if a.Constraints, err = annotatorOf(st.Constraints, "stages.constraints"); err != nil {
 		return a, nil, err
 	}
-	p, ok, err := decodeSection[struct {
-		On []string `yaml:"on"`
-	}](st.Pollution, "stages.pollution")
+	p, ok, err := c.pollutionSection()
 	if err != nil || !ok {
 		return a, nil, err
 	}
-	if len(p.On) == 0 {
-		p.On = []string{"dataset"}
-	}
-	for _, on := range p.On {
-		switch on {
-		case "dataset":
-			a.Pollution = true
-		case "generated":
-			notes = append(notes, "pollution on generated replies is reviewed when they are generated (the respond stage), not here")
-		default:
-			return a, nil, fmt.Errorf("stages.pollution.on: %q, want dataset or generated", on)
-		}
-	}
+	a.Pollution = p.dataset
 	return a, notes, nil
 }
 
@@ -491,6 +477,9 @@ func (c *File) Plan(getenv func(string) string) (run.Plan, []string, error) {
 	}
 	if p.Respond != nil && p.Respond.Samples == 0 {
 		p.Respond.Samples = c.Samples(p.Respond.Respondents)
+	}
+	if p.Replies, err = c.Replies(); err != nil {
+		return p, nil, err
 	}
 	if p.Judge, err = c.Judge(); err != nil {
 		return p, nil, err
