@@ -193,6 +193,12 @@ func New(opts Options) (*Client, error) {
 		case c.endpoints[ep.Name] != nil:
 			return nil, fmt.Errorf("creating llm client: endpoint %s defined twice", ep.Name)
 		}
+		if err := CheckKind(ep.Kind); err != nil {
+			return nil, fmt.Errorf("creating llm client: endpoint %s: %w", ep.Name, err)
+		}
+		if ep.Output != "" && ep.Output != parse.Tags && ep.Output != parse.JSONSchema {
+			return nil, fmt.Errorf("creating llm client: endpoint %s: output %q: valid: %s, %s", ep.Name, ep.Output, parse.Tags, parse.JSONSchema)
+		}
 		ep = ep.withDefaults()
 		c.endpoints[ep.Name] = &endpoint{
 			cfg:  ep,
@@ -263,6 +269,21 @@ func (c *Client) Endpoint(role string) (Endpoint, error) {
 	return ep.cfg, nil
 }
 
+// Output reports how stages should ask role's model for their answers
+// (Endpoint.Output with its default filled in), parse.Tags for an unknown
+// role. A stage that gets parse.JSONSchema sends its schema in
+// Request.Schema and reads the answer as one JSON object.
+func (c *Client) Output(role string) parse.Output {
+	if c == nil {
+		return parse.Tags
+	}
+	ep, _, err := c.resolve(role)
+	if err != nil {
+		return parse.Tags
+	}
+	return ep.cfg.Output
+}
+
 // Concurrency reports the current adaptive concurrency limit of the endpoint
 // a role uses.
 func (c *Client) Concurrency(role string) int {
@@ -306,7 +327,12 @@ func (c *Client) prepare(req Request) (*prepared, error) {
 		params.Seed = &s
 	}
 	mode := JSONOff
-	if req.JSON || req.Schema != nil {
+	switch {
+	case req.Schema != nil && ep.cfg.Output == parse.JSONSchema:
+		// Structured output: the stage asks for it only when Output says the
+		// endpoint enforces it, whatever its JSONMode.
+		mode = JSONSchema
+	case req.JSON || req.Schema != nil:
 		mode = ep.cfg.JSONMode
 		if mode == JSONSchema && req.Schema == nil {
 			mode = JSONObject
