@@ -369,3 +369,32 @@ func fieldExample(f reflect.StructField) string {
 	}
 	return `"..."`
 }
+
+// Answer binds a Sections form to the output a model uses and to the tagger
+// of one prompt, for templates and callers: a template writes
+// {{if .T.JSON}}…{{else}}…{{end}} for wording that differs and {{.T.Layout}}
+// for the form itself; the caller sends Form.Schema() when JSON() and reads
+// the answer with Parse.
+type Answer struct {
+	Form   Sections
+	Output Output
+	Tagger Tagger
+}
+
+// JSON reports whether the answer is one JSON object (Output is JSONSchema).
+func (a Answer) JSON() bool { return a.Output == JSONSchema }
+
+// Layout is Form.Layout for this output and tagger.
+func (a Answer) Layout() string { return a.Form.Layout(a.Output, a.Tagger) }
+
+// Open is the tagger's opening tag of section name (for templates that write
+// a tag themselves).
+func (a Answer) Open(name string) string { return a.Tagger.Open(name) }
+
+// Close is the closing tag of section name.
+func (a Answer) Close(name string) string { return a.Tagger.Close(name) }
+
+// Parse is Form.Parse for this output and tagger.
+func (a Answer) Parse(text string) (map[string]string, error) {
+	return a.Form.Parse(a.Output, a.Tagger, text)
+}
