@@ -16,6 +16,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/pipeline/llm/parse"
 )
 
 // Client returns a client bound to srv, with a memory cache and no retries
@@ -23,8 +24,15 @@ import (
 // "test-model".
 func Client(tb testing.TB, srv *llmtest.Server) *llm.Client {
 	tb.Helper()
+	return OutputClient(tb, srv, parse.Tags)
+}
+
+// OutputClient is Client asking for answers laid out as out
+// (parse.JSONSchema: strict structured output).
+func OutputClient(tb testing.TB, srv *llmtest.Server, out parse.Output) *llm.Client {
+	tb.Helper()
 	c, err := llm.New(llm.Options{
-		Endpoints: []llm.Endpoint{{Name: "test", BaseURL: srv.URL, APIKey: "k", Model: "test-model", Timeout: 5 * time.Second, MaxAttempts: 1}},
+		Endpoints: []llm.Endpoint{{Name: "test", BaseURL: srv.URL, APIKey: "k", Model: "test-model", Timeout: 5 * time.Second, MaxAttempts: 1, Output: out}},
 		Cache:     llm.NewMemCache(),
 	})
 	if err != nil {
@@ -51,11 +59,21 @@ func Answer(nonce, body string) string {
 	return fmt.Sprintf("Here is my label.\n<answer id=%q>\n%s\n</answer>", nonce, body)
 }
 
-// Reply is a scripted reply that answers every request with body in its
-// nonce-tagged answer section.
+// Reply is a scripted reply that answers every request with body: in its
+// nonce-tagged answer section, or, when the request sent a schema, as the
+// whole answer (as a server enforcing the schema would; a body that breaks
+// the schema gets the test server's 400).
 func Reply(body string) func(llmtest.ChatRequest) llmtest.Reply {
-	return func(r llmtest.ChatRequest) llmtest.Reply { return llmtest.Reply{Content: Answer(NonceOf(r), body)} }
+	return func(r llmtest.ChatRequest) llmtest.Reply {
+		if _, ok := r.Schema(); ok {
+			return llmtest.Reply{Content: body}
+		}
+		return llmtest.Reply{Content: Answer(NonceOf(r), body)}
+	}
 }
+
+// Outputs lists both outputs, for tests that run each path.
+func Outputs() []parse.Output { return []parse.Output{parse.Tags, parse.JSONSchema} }
 
 // Sample is a three-turn coding conversation with a system message: u_2
 // reports a bug in a_1 (feedback) and u_3 starts a new ask; u_3 has no reply.
