@@ -44,7 +44,9 @@
 // otherwise the answer is a 400 naming the problem. Its reply must then
 // conform to the schema (Conforms), as an enforcing server's would: a
 // scripted reply that does not is a mistake in the test and is answered
-// with a 400 too. Both are logged in Call.SchemaError. Scripts answer in
+// with a 400 too (unless Options.Unenforced: then replies go out as
+// scripted, as from a server that ignores the schema). Both are logged in
+// Call.SchemaError. Scripts answer in
 // JSON with the JSON helper, and read what was asked with
 // ChatRequest.Schema. A Garbled fault still sends its text as it is: a
 // server that ignores response_format.

@@ -130,3 +130,17 @@ func equal(a, b []int) bool {
 	}
 	return true
 }
+
+func TestUnenforcedServerPassesRepliesThrough(t *testing.T) {
+	s := llmtest.New(t, llmtest.Options{Unenforced: true})
+	s.Reply("q", `not JSON at all`)
+	rf, _ := json.Marshal(map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "label", "strict": true, "schema": json.RawMessage(labelSchema)}})
+	if code := post(t, s.URL, `{"model":"m","messages":[{"role":"user","content":"q"}],"response_format":`+string(rf)+`}`); code != 200 {
+		t.Errorf("status %d", code)
+	}
+	loose := `{"type":"object","properties":{}}`
+	rf, _ = json.Marshal(map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "label", "strict": true, "schema": json.RawMessage(loose)}})
+	if code := post(t, s.URL, `{"model":"m","messages":[{"role":"user","content":"q"}],"response_format":`+string(rf)+`}`); code != 400 {
+		t.Errorf("a loose schema: status %d, want 400 even unenforced", code)
+	}
+}

@@ -34,6 +34,11 @@ type Options struct {
 	// Chaos, when set, injects faults per request before any rule is
 	// tried (see Chaos). SetChaos can change it later.
 	Chaos *Chaos
+	// Unenforced makes the server check the schemas requests send but pass
+	// scripted replies through as they are, like a server that accepts
+	// response_format without enforcing it: tests of how a parser handles
+	// answers that break the schema use it.
+	Unenforced bool
 	// ArrivalLog, when set, receives one JSON line per request as it
 	// arrives (see Arrival), for tests that read the log from a file or
 	// share it with another process. Write errors are ignored.
@@ -557,7 +562,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 	// A server that enforces the schema cannot answer outside it: a
 	// scripted reply that does is a mistake in the test, reported as a
 	// 400 the client does not retry and logged in Call.SchemaError.
-	if hasSchema {
+	if hasSchema && !s.opts.Unenforced {
 		if err := Conforms(schema.Schema, reply.Content); err != nil {
 			msg := fmt.Sprintf("test server: the scripted reply breaks the request's schema %q: %v", schema.Name, err)
 			return writeError(w, http.StatusBadRequest, msg, "scripted_reply_breaks_schema", nil), msg

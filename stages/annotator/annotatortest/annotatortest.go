@@ -7,6 +7,7 @@ package annotatortest
 import (
 	"context"
 	"fmt"
+	"github.com/ac3/ac3/pipeline"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -72,8 +73,53 @@ func Reply(body string) func(llmtest.ChatRequest) llmtest.Reply {
 	}
 }
 
-// Outputs lists both outputs, for tests that run each path.
-func Outputs() []parse.Output { return []parse.Output{parse.Tags, parse.JSONSchema} }
+// BodyCase is one scripted answer body for Both.
+type BodyCase struct {
+	Name   string
+	Body   string // the JSON object the model answers with
+	Failed bool   // the unit must fail (after every retry)
+}
+
+// Both runs every case once per output against a fresh server answering
+// with Reply(Body): tags, then json_schema. The json_schema server checks
+// the schema but sends the body as scripted (llmtest.Options.Unenforced),
+// so bodies that break the schema reach the parser as a server that ignores
+// response_format would send them. run makes the unit with the client; a
+// case must fail after all three tries or succeed at once, and a body that
+// succeeds with json_schema must conform to the schema the request sent.
+func Both(t *testing.T, cases []BodyCase, run func(t *testing.T, c *llm.Client) pipeline.Unit) {
+	for _, out := range []parse.Output{parse.Tags, parse.JSONSchema} {
+		for _, tc := range cases {
+			t.Run(string(out)+"/"+tc.Name, func(t *testing.T) {
+				srv := llmtest.New(t, llmtest.Options{Unenforced: out == parse.JSONSchema})
+				srv.Add(llmtest.Rule{Func: Reply(tc.Body)})
+				u := run(t, OutputClient(t, srv, out))
+				if u.Failed != tc.Failed {
+					t.Fatalf("failed = %v (%s), want %v", u.Failed, u.Error, tc.Failed)
+				}
+				want := 1
+				if tc.Failed {
+					want = 3
+					if u.Raw == "" {
+						t.Errorf("failed unit without its raw answer: %+v", u)
+					}
+				}
+				if srv.Count() != want {
+					t.Errorf("%d calls, want %d", srv.Count(), want)
+				}
+				sc, sent := srv.Calls()[0].Request.Schema()
+				if sent != (out == parse.JSONSchema) {
+					t.Fatalf("schema sent: %v", sent)
+				}
+				if sent && !tc.Failed {
+					if err := llmtest.Conforms(sc.Schema, tc.Body); err != nil {
+						t.Errorf("the parser accepted a body its own schema rejects: %v", err)
+					}
+				}
+			})
+		}
+	}
+}
 
 // Sample is a three-turn coding conversation with a system message: u_2
 // reports a bug in a_1 (feedback) and u_3 starts a new ask; u_3 has no reply.
