@@ -57,6 +57,14 @@ type Options struct {
 	// must be quick and safe for concurrent use.
 	OnEvent func(Event)
 
+	// ParseWarnAfter and ParseWarnWithin set the early warning of a stage
+	// whose answers do not parse: when ParseWarnAfter of a stage's first
+	// ParseWarnWithin answers (CallParsed, retries included) were
+	// rejected by its parser, one EventParseFailures is sent with an
+	// example. Defaults 5 and 20.
+	ParseWarnAfter  int
+	ParseWarnWithin int
+
 	HTTPClient  *http.Client  // default: a client tuned for many parallel calls
 	BackoffBase time.Duration // first retry waits up to this (full jitter); default 500ms
 	BackoffMax  time.Duration // cap on any backoff; default 60s
@@ -124,6 +132,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+	parsed  map[string]*parseTally // by stage: how its first answers parsed
 
 	// onFollow, when set (by tests), is called as a call starts waiting
 	// for an identical call in flight.
@@ -169,6 +178,12 @@ func New(opts Options) (*Client, error) {
 	if opts.CompletionEstimate <= 0 {
 		opts.CompletionEstimate = 512
 	}
+	if opts.ParseWarnAfter <= 0 {
+		opts.ParseWarnAfter = 5
+	}
+	if opts.ParseWarnWithin < opts.ParseWarnAfter {
+		opts.ParseWarnWithin = max(20, opts.ParseWarnAfter)
+	}
 	if opts.BackoffBase <= 0 {
 		opts.BackoffBase = 500 * time.Millisecond
 	}
@@ -181,7 +196,7 @@ func New(opts Options) (*Client, error) {
 		tr.MaxIdleConns = 512
 		opts.HTTPClient = &http.Client{Transport: tr}
 	}
-	c := &Client{opts: opts, endpoints: map[string]*endpoint{}, roles: map[string]RoleBinding{}, flights: map[string]*flight{}}
+	c := &Client{opts: opts, endpoints: map[string]*endpoint{}, roles: map[string]RoleBinding{}, flights: map[string]*flight{}, parsed: map[string]*parseTally{}}
 	for _, ep := range opts.Endpoints {
 		switch {
 		case ep.Name == "":
