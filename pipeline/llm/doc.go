@@ -40,7 +40,11 @@
 //   - Answers: reasoning is split from the text (<think> blocks and
 //     reasoning fields); CallParsed re-asks with a fresh Reroll when a parser
 //     rejects an answer and returns a *ParseError with the raw text at the
-//     end. The parsers themselves are in pipeline/llm/parse.
+//     end. The parsers themselves are in pipeline/llm/parse. When 5 of a
+//     stage's first 20 answers are rejected (Options.ParseWarnAfter,
+//     ParseWarnWithin), one EventParseFailures says so with the parser's
+//     error and the start of a raw answer, so a model that cannot follow a
+//     stage's format is noticed after a few units.
 //   - Structured output: each endpoint has an Output, parse.Tags or
 //     parse.JSONSchema, set in its config or defaulted by its Kind (see
 //     DefaultOutput). Client.Output tells a stage which one a role uses; a
