@@ -60,7 +60,10 @@ func CheckStrict(schema map[string]any) error {
 	return checkStrict(schema, "(root)")
 }
 
-var knownTypes = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
+// knownTypes lists the JSON Schema types strict mode knows.
+func knownTypes() []string {
+	return []string{"object", "array", "string", "number", "integer", "boolean", "null"}
+}
 
 func checkStrict(s map[string]any, path string) error {
 	if alts, ok := s["anyOf"]; ok {
@@ -80,8 +83,8 @@ func checkStrict(s map[string]any, path string) error {
 		return nil
 	}
 	t, ok := s["type"].(string)
-	if !ok || !slices.Contains(knownTypes, t) {
-		return fmt.Errorf("%s: type %v is not one of %v", path, s["type"], knownTypes)
+	if !ok || !slices.Contains(knownTypes(), t) {
+		return fmt.Errorf("%s: type %v is not one of %v", path, s["type"], knownTypes())
 	}
 	if e, ok := s["enum"]; ok {
 		list, ok := e.([]any)
