@@ -111,6 +111,7 @@ type Stage struct {
 	tmpl     *prompt.Template
 	variants []pipeline.Variant
 	pairs    map[string]Pair
+	out      parse.Output // how the judge's model is asked for verdicts
 }
 
 // New returns the stage. It checks the settings and that both sides of
@@ -147,7 +148,7 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 	if err := opts.Turns.Validate(); err != nil {
 		return nil, fmt.Errorf("building judge stage: %w", err)
 	}
-	s := &Stage{client: client, units: units, opts: opts, tmpl: Template(), pairs: map[string]Pair{}}
+	s := &Stage{client: client, units: units, opts: opts, tmpl: Template(), pairs: map[string]Pair{}, out: client.Output(opts.Role)}
 	for _, p := range opts.Pairs {
 		va, oka := opts.RespondVersions[p.A]
 		vb, okb := opts.RespondVersions[p.B]
@@ -167,6 +168,9 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 			ver += fmt.Sprintf(";seed=%d", opts.Seed)
 		}
 		ver += fmt.Sprintf(";a=%s;b=%s;role=%s;model=%s", va, vb, opts.Role, opts.Settings) + opts.Turns.Tag()
+		if s.out == parse.JSONSchema {
+			ver += ";output=" + string(s.out)
+		}
 		s.variants = append(s.variants, pipeline.Variant{Name: name, Version: ver})
 	}
 	return s, nil
@@ -308,7 +312,11 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 	err = t.Each(ctx, len(jobs), s.opts.Parallel, func(ctx context.Context, k int) error {
 		j := jobs[k]
 		req := llm.Request{Role: s.opts.Role, Stage: StageName, Messages: j.msgs, CompletionEstimate: 300, Reroll: t.Retry * (s.opts.Retries + 1)}
-		v, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, parseVerdict(j.tagger))
+		if s.out == parse.JSONSchema {
+			form := verdictForm()
+			req.Schema = &llm.Schema{Name: form.Name, Schema: form.Schema()}
+		}
+		v, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, parseVerdict(s.out, j.tagger))
 		if _, unit := llm.UnitFailure(err); err != nil && !unit {
 			return err
 		}
@@ -437,6 +445,7 @@ func (s *Stage) render(history []conv.Message, first, second string) ([]conv.Mes
 	tg := parse.NewTagger(append(parts, first, second)...)
 	msgs, err := s.tmpl.Render(map[string]any{
 		"Open": tg.Open(verdictTag), "Close": tg.Close(verdictTag),
+		"Answer": verdictForm().Layout(s.out, tg), "JSON": s.out == parse.JSONSchema,
 		"Note": notes[s.opts.Context], "History": history, "First": first, "Second": second,
 	})
 	return msgs, tg, err

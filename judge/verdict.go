@@ -15,13 +15,22 @@ const verdictTag = "verdict"
 type dimAnswer struct {
 	Winner        string          `json:"winner" parse:"required,enum=A|B|tie|a|b|Tie|TIE"`
 	Justification string          `json:"justification"`
-	Confidence    json.RawMessage `json:"confidence"`
+	Confidence    json.RawMessage `json:"confidence" parse:"type=number"`
 }
 
-// verdictAnswer is the JSON object inside the nonce-tagged verdict block.
+// verdictAnswer is the judge's JSON object: inside the nonce-tagged verdict
+// block with tags output, the whole answer with json_schema output. Its
+// struct tags are the one declaration of the answer's fields (the prompt's
+// example, the parser and the strict schema come from them; see
+// verdictForm).
 type verdictAnswer struct {
-	Quality dimAnswer `json:"quality" parse:"required"`
-	OnTopic dimAnswer `json:"on_topic" parse:"required"`
+	Quality dimAnswer `json:"quality" parse:"required" hint:"{\"winner\": \"A\", \"justification\": \"one sentence\", \"confidence\": 0.7}"`
+	OnTopic dimAnswer `json:"on_topic" parse:"required" hint:"{\"winner\": \"tie\", \"justification\": \"one sentence\", \"confidence\": 0.6}"`
+}
+
+// verdictForm is the form of the judge's answer for both outputs.
+func verdictForm() parse.Object[verdictAnswer] {
+	return parse.Object[verdictAnswer]{Name: verdictTag, Section: verdictTag}
 }
 
 func (v verdictAnswer) dim(d string) dimAnswer {
@@ -31,20 +40,14 @@ func (v verdictAnswer) dim(d string) dimAnswer {
 	return v.Quality
 }
 
-// parseVerdict reads only the block whose tag carries this prompt's nonce,
-// so a verdict-looking text inside a candidate is never taken for the
-// judge's answer.
-func parseVerdict(tg parse.Tagger) func(llm.Response) (verdictAnswer, error) {
+// parseVerdict reads the verdict as out lays it out. With tags only the
+// block whose tag carries this prompt's nonce counts, so a verdict-looking
+// text inside a candidate is never taken for the judge's answer; with
+// json_schema the whole answer must be the object (parse.Strict), so one
+// quoted next to it makes the answer invalid instead.
+func parseVerdict(out parse.Output, tg parse.Tagger) func(llm.Response) (verdictAnswer, error) {
 	return func(r llm.Response) (verdictAnswer, error) {
-		var v verdictAnswer
-		sec, err := tg.Parse(r.Text, []string{verdictTag})
-		if err != nil {
-			return v, err
-		}
-		if err := parse.JSON(sec[verdictTag], &v); err != nil {
-			return v, err
-		}
-		return v, nil
+		return verdictForm().Parse(out, tg, r.Text)
 	}
 }
 

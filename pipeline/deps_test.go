@@ -83,9 +83,9 @@ var allowed = map[string][]string{
 	// Stages: never a reader, a writer, the judge, a report or the CLI.
 	"stages/filter":                  domain,
 	"stages/analyze":                 model,
-	"stages/analyze/analyzetest":     {"pipeline/llm", "pipeline/llm/llmtest"},
+	"stages/analyze/analyzetest":     {"pipeline/llm", "pipeline/llm/llmtest", "pipeline/llm/parse"},
 	"stages/annotator":               with(engine),
-	"stages/annotator/annotatortest": with(domain, "pipeline/ledger", "pipeline/llm", "pipeline/llm/llmtest"),
+	"stages/annotator/annotatortest": with(domain, "pipeline", "pipeline/ledger", "pipeline/llm", "pipeline/llm/llmtest", "pipeline/llm/parse"),
 	"stages/classify":                with(engine, "stages/annotator"),
 	"stages/constraints":             with(engine, "stages/annotator", "stages/classify"),
 	// pollution also reviews the replies respond generated.

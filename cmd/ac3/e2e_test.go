@@ -520,7 +520,7 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 	c.str("judge.orders", "[both]")
 	c.str("judge.contexts", "[full]")
 	c.str("judge.seeds", "[]")
-	if ps := fmt.Sprint(c.get("judge.prompts")); !strings.HasPrefix(ps, "[pairwise@v1+") {
+	if ps := fmt.Sprint(c.get("judge.prompts")); !strings.HasPrefix(ps, "[pairwise@v2+") {
 		t.Errorf("prompts = %s", ps)
 	}
 	if strings.Contains(string(b), "127.0.0.1") {

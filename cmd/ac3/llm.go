@@ -48,8 +48,10 @@ func llmCommand(e *env) *cli.Command {
 			Name:  "ping",
 			Usage: "send one tiny request for a role and show latency, model, usage and rate-limit headers",
 			Description: `Sends one short chat request through the same limits and retries as a run
-(never from the cache) and prints what came back. Use it to check a key, a model
-name and the limits a provider reports before starting a long job.
+(never from the cache) and prints what came back, and how stages will ask the
+role's model for answers (output: tags | json_schema, and the endpoint kind it
+defaults from). Use it to check a key, a model name and the limits a provider
+reports before starting a long job.
 
 Examples:
    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b ac3 llm ping
@@ -69,6 +71,13 @@ Examples:
 					return fmt.Errorf("pinging role %s: %w", c.String("role"), err)
 				}
 				printPing(e, c.String("role"), res)
+				if ep, err := client.Endpoint(c.String("role")); err == nil {
+					kind := ep.Kind
+					if kind == "" {
+						kind = "none given"
+					}
+					fmt.Fprintf(e.stdout, "output:   %s (endpoint kind: %s)\n", ep.Output, kind)
+				}
 				return nil
 			},
 		}},

@@ -31,7 +31,7 @@ func TestLLMPing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ping: %v\n%s", err, out)
 	}
-	for _, want := range []string{"model:    m1", "latency", "x-ratelimit-remaining-requests: 99", "pong"} {
+	for _, want := range []string{"model:    m1", "latency", "x-ratelimit-remaining-requests: 99", "pong", "output:   tags (endpoint kind: none given)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("ping output lacks %q:\n%s", want, out)
 		}

@@ -39,6 +39,10 @@ relative paths are relative to the config file):
      files: [../wildchat/*.jsonl]
      format: auto
      filter: {language: [English], user_turns: {min: 2, max: 10}, dedupe: true}
+   endpoints:
+     local: {base_url: "http://127.0.0.1:8000/v1", kind: vllm}
+   models:
+     qwen3-8b: {endpoint: local, output: json_schema}
    stages:
      curate: {from_turn: 2, strategies: [fc, ao, lt, de, concat, filler]}
      respond: {strategies: [fc, ao, filler]}
@@ -68,6 +72,13 @@ Two knobs say how much runs at once, and limit different things:
                             is how long one request waits out 429s before its
                             unit fails (default 30m). models.NAME.limits
                             overrides them per model.
+
+How model-backed stages ask for answers, per model (models.<name>.output,
+else endpoints.<name>.output): tags (nonce-tagged sections; any server) or
+json_schema (a strict JSON schema in response_format, enforced by the server).
+Default by endpoints.<name>.kind: json_schema for openai, azure, vllm,
+llamacpp, ollama; tags for openrouter, other, or no kind. The output is part
+of each stage's version.
 
 Examples:
    ac3 run --config fixtures/configs/wildchat.yaml

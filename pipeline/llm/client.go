@@ -57,6 +57,14 @@ type Options struct {
 	// must be quick and safe for concurrent use.
 	OnEvent func(Event)
 
+	// ParseWarnAfter and ParseWarnWithin set the early warning of a stage
+	// whose answers do not parse: when ParseWarnAfter of a stage's first
+	// ParseWarnWithin answers (CallParsed, retries included) were
+	// rejected by its parser, one EventParseFailures is sent with an
+	// example. Defaults 5 and 20.
+	ParseWarnAfter  int
+	ParseWarnWithin int
+
 	HTTPClient  *http.Client  // default: a client tuned for many parallel calls
 	BackoffBase time.Duration // first retry waits up to this (full jitter); default 500ms
 	BackoffMax  time.Duration // cap on any backoff; default 60s
@@ -124,6 +132,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+	parsed  map[string]*parseTally // by stage: how its first answers parsed
 
 	// onFollow, when set (by tests), is called as a call starts waiting
 	// for an identical call in flight.
@@ -169,6 +178,12 @@ func New(opts Options) (*Client, error) {
 	if opts.CompletionEstimate <= 0 {
 		opts.CompletionEstimate = 512
 	}
+	if opts.ParseWarnAfter <= 0 {
+		opts.ParseWarnAfter = 5
+	}
+	if opts.ParseWarnWithin < opts.ParseWarnAfter {
+		opts.ParseWarnWithin = max(20, opts.ParseWarnAfter)
+	}
 	if opts.BackoffBase <= 0 {
 		opts.BackoffBase = 500 * time.Millisecond
 	}
@@ -181,7 +196,7 @@ func New(opts Options) (*Client, error) {
 		tr.MaxIdleConns = 512
 		opts.HTTPClient = &http.Client{Transport: tr}
 	}
-	c := &Client{opts: opts, endpoints: map[string]*endpoint{}, roles: map[string]RoleBinding{}, flights: map[string]*flight{}}
+	c := &Client{opts: opts, endpoints: map[string]*endpoint{}, roles: map[string]RoleBinding{}, flights: map[string]*flight{}, parsed: map[string]*parseTally{}}
 	for _, ep := range opts.Endpoints {
 		switch {
 		case ep.Name == "":
@@ -192,6 +207,12 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("creating llm client: endpoint %s: no model", ep.Name)
 		case c.endpoints[ep.Name] != nil:
 			return nil, fmt.Errorf("creating llm client: endpoint %s defined twice", ep.Name)
+		}
+		if err := CheckKind(ep.Kind); err != nil {
+			return nil, fmt.Errorf("creating llm client: endpoint %s: %w", ep.Name, err)
+		}
+		if ep.Output != "" && ep.Output != parse.Tags && ep.Output != parse.JSONSchema {
+			return nil, fmt.Errorf("creating llm client: endpoint %s: output %q: valid: %s, %s", ep.Name, ep.Output, parse.Tags, parse.JSONSchema)
 		}
 		ep = ep.withDefaults()
 		c.endpoints[ep.Name] = &endpoint{
@@ -263,6 +284,21 @@ func (c *Client) Endpoint(role string) (Endpoint, error) {
 	return ep.cfg, nil
 }
 
+// Output reports how stages should ask role's model for their answers
+// (Endpoint.Output with its default filled in), parse.Tags for an unknown
+// role. A stage that gets parse.JSONSchema sends its schema in
+// Request.Schema and reads the answer as one JSON object.
+func (c *Client) Output(role string) parse.Output {
+	if c == nil {
+		return parse.Tags
+	}
+	ep, _, err := c.resolve(role)
+	if err != nil {
+		return parse.Tags
+	}
+	return ep.cfg.Output
+}
+
 // Concurrency reports the current adaptive concurrency limit of the endpoint
 // a role uses.
 func (c *Client) Concurrency(role string) int {
@@ -306,7 +342,12 @@ func (c *Client) prepare(req Request) (*prepared, error) {
 		params.Seed = &s
 	}
 	mode := JSONOff
-	if req.JSON || req.Schema != nil {
+	switch {
+	case req.Schema != nil && ep.cfg.Output == parse.JSONSchema:
+		// Structured output: the stage asks for it only when Output says the
+		// endpoint enforces it, whatever its JSONMode.
+		mode = JSONSchema
+	case req.JSON || req.Schema != nil:
 		mode = ep.cfg.JSONMode
 		if mode == JSONSchema && req.Schema == nil {
 			mode = JSONObject

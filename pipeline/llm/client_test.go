@@ -400,7 +400,7 @@ func TestTokensPerMinute(t *testing.T) {
 }
 
 func TestJSONModeRequests(t *testing.T) {
-	schema := &llm.Schema{Name: "label", Schema: map[string]any{"type": "object"}}
+	schema := &llm.Schema{Name: "label", Schema: map[string]any{"type": "object", "properties": map[string]any{}, "required": []string{}, "additionalProperties": false}}
 	tests := []struct {
 		name   string
 		mode   llm.JSONMode
@@ -414,7 +414,7 @@ func TestJSONModeRequests(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, llmtest.Options{}, func(e *llm.Endpoint) { e.JSONMode = tc.mode }, nil)
+			h := newHarness(t, llmtest.Options{Default: llmtest.JSON(map[string]any{})}, func(e *llm.Endpoint) { e.JSONMode = tc.mode }, nil)
 			req := userReq("q")
 			req.JSON, req.Schema = true, tc.schema
 			if _, err := h.client.Call(testCtx(t, 5*time.Second), req); err != nil {

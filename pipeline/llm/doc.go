@@ -40,7 +40,17 @@
 //   - Answers: reasoning is split from the text (<think> blocks and
 //     reasoning fields); CallParsed re-asks with a fresh Reroll when a parser
 //     rejects an answer and returns a *ParseError with the raw text at the
-//     end. The parsers themselves are in pipeline/llm/parse.
+//     end. The parsers themselves are in pipeline/llm/parse. When 5 of a
+//     stage's first 20 answers are rejected (Options.ParseWarnAfter,
+//     ParseWarnWithin), one EventParseFailures says so with the parser's
+//     error and the start of a raw answer, so a model that cannot follow a
+//     stage's format is noticed after a few units.
+//   - Structured output: each endpoint has an Output, parse.Tags or
+//     parse.JSONSchema, set in its config or defaulted by its Kind (see
+//     DefaultOutput). Client.Output tells a stage which one a role uses; a
+//     request with a Schema to a json_schema endpoint carries it as a strict
+//     json_schema in response_format, and its Schema is part of the cache
+//     key.
 //   - Ping: one tiny request reporting latency, model, usage and the
 //     rate-limit headers.
 //

@@ -1,9 +1,13 @@
 package llm
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/ac3/ac3/pipeline/llm/parse"
 )
 
 // Secret holds an API key. It prints, formats and marshals as "[redacted]" so
@@ -149,6 +153,13 @@ type Endpoint struct {
 	// Limits.Patience instead.
 	MaxAttempts int
 	JSONMode    JSONMode
+	// Kind is the kind of server (see Kinds); it decides the default Output.
+	Kind string
+	// Output is how stages ask this model for their answers: parse.Tags
+	// (nonce-tagged sections, any server) or parse.JSONSchema (a strict
+	// schema in response_format, enforced by the server while decoding).
+	// Empty: DefaultOutput(Kind).
+	Output parse.Output
 	// BreakerThreshold consecutive failed attempts open the circuit breaker
 	// (default 10); it stays open for BreakerCooldown (default 30s).
 	BreakerThreshold int
@@ -190,7 +201,39 @@ func (e Endpoint) withDefaults() Endpoint {
 	if e.APIKeyEnv == "" {
 		e.APIKeyEnv = "the API key"
 	}
+	if e.Output == "" {
+		e.Output = DefaultOutput(e.Kind)
+	}
 	return e
+}
+
+// Kinds lists the kinds of server an endpoint may declare. The kinds whose
+// servers enforce a strict JSON schema in response_format while decoding
+// (OpenAI and Azure OpenAI, vLLM, llama.cpp's server, Ollama) default to
+// structured output; the others default to tags: "openrouter" because
+// whether a schema is enforced depends on the provider a request is routed
+// to, and "other" (or no kind) because nothing is known of the server.
+func Kinds() []string {
+	return []string{"openai", "azure", "vllm", "llamacpp", "ollama", "openrouter", "other"}
+}
+
+// CheckKind reports an error for a kind not in Kinds ("" is allowed).
+func CheckKind(kind string) error {
+	if kind == "" || slices.Contains(Kinds(), kind) {
+		return nil
+	}
+	return fmt.Errorf("kind %q: valid: %s", kind, strings.Join(Kinds(), ", "))
+}
+
+// DefaultOutput is the Output of an endpoint of kind that sets none:
+// parse.JSONSchema for openai, azure, vllm, llamacpp and ollama,
+// parse.Tags for every other kind and for none.
+func DefaultOutput(kind string) parse.Output {
+	switch kind {
+	case "openai", "azure", "vllm", "llamacpp", "ollama":
+		return parse.JSONSchema
+	}
+	return parse.Tags
 }
 
 // RoleBinding maps a role (annotator, analyzer, respondent, judge, …) to an

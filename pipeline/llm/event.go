@@ -14,10 +14,16 @@ const (
 	EventBreakerOpen  EventKind = "breaker_open"  // too many consecutive failures; the endpoint pauses Wait
 	EventBreakerClose EventKind = "breaker_close" // a call succeeded after the breaker had opened
 	EventFatal        EventKind = "fatal"         // the endpoint returned a fatal error; Err says which
+	// EventParseFailures says, once per stage, that many of the stage's
+	// first answers failed to parse (Failures of Answers; see
+	// Options.ParseWarnAfter): Err is the last parser error and Example
+	// the start of that raw answer.
+	EventParseFailures EventKind = "parse_failures"
 )
 
 // Event is a notice from the client for progress displays and logs. Events
-// never contain keys, URLs or message text.
+// never contain keys, URLs or prompt text; only EventParseFailures carries
+// model text, the clipped Example of an answer that did not parse.
 type Event struct {
 	Time        time.Time
 	Kind        EventKind
@@ -29,4 +35,7 @@ type Event struct {
 	Wait        time.Duration // how long the call or endpoint waits
 	Concurrency int           // new concurrency limit (EventConcurrency, EventBreakerOpen)
 	Err         string        // short error text
+	Failures    int           // answers that failed to parse (EventParseFailures)
+	Answers     int           // answers parsed or rejected so far (EventParseFailures)
+	Example     string        // start of a raw answer that failed to parse (EventParseFailures)
 }

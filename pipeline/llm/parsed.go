@@ -2,8 +2,11 @@ package llm
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/llm/parse"
@@ -33,12 +36,75 @@ func CallParsed[T any](ctx context.Context, c *Client, req Request, retries int,
 			return zero, resp, err
 		}
 		v, err := fn(resp)
+		c.tallyParse(req, resp, err)
 		if err == nil {
 			return v, resp, nil
 		}
 		perr = err
 	}
 	return zero, resp, &ParseError{Attempts: retries + 1, Raw: resp.Content, Err: perr}
+}
+
+// parseTally counts how a stage's first answers parsed.
+type parseTally struct {
+	answers, failures int
+	warned            bool
+}
+
+// exampleBytes is how much of a raw answer an EventParseFailures shows.
+const exampleBytes = 300
+
+// tallyParse counts one parsed or rejected answer of req's stage and, the
+// first time Options.ParseWarnAfter of the stage's first
+// Options.ParseWarnWithin answers were rejected, sends EventParseFailures
+// with perr and the start of the answer, so a run whose model cannot follow
+// a stage's answer format says so after a few units instead of failing
+// every unit quietly.
+func (c *Client) tallyParse(req Request, resp Response, perr error) {
+	stage := cmpOr(req.Stage, req.Role)
+	c.mu.Lock()
+	t := c.parsed[stage]
+	if t == nil {
+		t = &parseTally{}
+		c.parsed[stage] = t
+	}
+	if t.answers >= c.opts.ParseWarnWithin || t.warned {
+		c.mu.Unlock()
+		return
+	}
+	t.answers++
+	if perr != nil {
+		t.failures++
+	}
+	warn := perr != nil && t.failures >= c.opts.ParseWarnAfter
+	if warn {
+		t.warned = true
+	}
+	failures, answers := t.failures, t.answers
+	c.mu.Unlock()
+	if !warn {
+		return
+	}
+	ep := ""
+	if e, _, err := c.resolve(req.Role); err == nil {
+		ep = e.cfg.Name
+	}
+	c.emit(Event{Kind: EventParseFailures, Endpoint: ep, Role: req.Role, Stage: stage,
+		Failures: failures, Answers: answers, Err: perr.Error(), Example: clipExample(resp.Content, exampleBytes)})
+}
+
+// clipExample keeps the first n bytes of s, cut on a rune boundary, and
+// says how much it left out.
+func clipExample(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf(" […%d more bytes]", len(s)-cut)
 }
 
 // TagParser returns a parser for CallParsed that reads the sections named in

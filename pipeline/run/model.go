@@ -18,7 +18,8 @@ var ErrNoEndpoint = errors.New("no model endpoint configured: set OPENAI_BASE_UR
 
 // client builds the model client for one step of a run: answers cached in
 // the run, every call recorded, spend capped at the plan's budget, breaker
-// and fatal events written to the progress stream. It returns ErrNoEndpoint
+// and fatal events and the early warning of a stage whose answers do not
+// parse written to the progress stream. It returns ErrNoEndpoint
 // when nothing is configured. l may be nil (a client for a dry run or a
 // ping: no cache, no records, no budget).
 func (m Model) client(ctx context.Context, l *ledger.Ledger, counter *tokens.Counter, events io.Writer) (*llm.Client, error) {
@@ -45,6 +46,10 @@ func (m Model) client(ctx context.Context, l *ledger.Ledger, counter *tokens.Cou
 			switch ev.Kind {
 			case llm.EventBreakerOpen, llm.EventFatal:
 				fmt.Fprintf(events, "\n%s: %s %s\n", ev.Endpoint, ev.Kind, ev.Err)
+			case llm.EventParseFailures:
+				fmt.Fprintf(events, "\nwarning: stage %s (role %s, model %s): %d of its first %d answers did not parse (%s); "+
+					"check the model and its output setting (tags | json_schema). One answer began: %q\n",
+					ev.Stage, ev.Role, ev.Endpoint, ev.Failures, ev.Answers, ev.Err, ev.Example)
 			}
 		}
 	}

@@ -136,6 +136,7 @@ type Analyzer struct {
 	client *llm.Client
 	opts   Options
 	p      prompts
+	out    parse.Output // how the role's model is asked for answers
 }
 
 type prompts struct {
@@ -180,7 +181,7 @@ func New(client *llm.Client, opts Options) (*Analyzer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Analyzer{client: client, opts: opts, p: p}, nil
+	return &Analyzer{client: client, opts: opts, p: p, out: client.Output(opts.Role)}, nil
 }
 
 // Client returns the client the analyzer calls (nil for one that only
@@ -206,7 +207,7 @@ func (a *Analyzer) Version() string {
 	default:
 		parts = []string{a.p.spec.Version(), a.p.evaluate.Version()}
 	}
-	v := "analyzer(" + strings.Join(parts, ",") + ";role=" + a.opts.Role + ")"
+	v := "analyzer(" + strings.Join(parts, ",") + ";role=" + a.opts.Role + a.outputSuffix() + ")"
 	if l := a.opts.Ablation.Label(); l != "" {
 		v = l + ";" + v
 	}
@@ -214,19 +215,24 @@ func (a *Analyzer) Version() string {
 }
 
 // SummaryVersion is the version of the summary prompt and role.
-func (a *Analyzer) SummaryVersion() string { return a.p.summary.Version() + ";role=" + a.opts.Role }
+func (a *Analyzer) SummaryVersion() string {
+	return a.p.summary.Version() + ";role=" + a.opts.Role + a.outputSuffix()
+}
 
 // MemoryVersion is the version of the reflection and unify prompts.
-func (a *Analyzer) MemoryVersion() string { return a.p.reflect.Version() + "," + a.p.unify.Version() }
+func (a *Analyzer) MemoryVersion() string {
+	return a.p.reflect.Version() + "," + a.p.unify.Version() + a.outputSuffix()
+}
 
 // Failure reports whether err means "this unit failed" (a malformed answer
 // after every retry, or a request the endpoint rejected) rather than "stop
 // the run", and returns the raw answer to keep when there is one.
 func Failure(err error) (raw string, ok bool) { return llm.UnitFailure(err) }
 
-// call renders tmpl with data, sends it and reads the required tagged
-// sections. The usage of every attempt, retries included, goes into u.
-func (a *Analyzer) call(ctx context.Context, stage string, tmpl *prompt.Template, data any, tg parse.Tagger, reroll int, u *Usage, sections ...string) (map[string]string, error) {
+// call renders tmpl with data, sends it and reads the answer's fields as
+// ans says (tagged sections, or one JSON object under ans's strict schema).
+// The usage of every attempt, retries included, goes into u.
+func (a *Analyzer) call(ctx context.Context, stage string, tmpl *prompt.Template, data any, ans parse.Answer, reroll int, u *Usage) (map[string]string, error) {
 	if a.client == nil {
 		return nil, errors.New("calling the analyzer: no model client")
 	}
@@ -235,9 +241,12 @@ func (a *Analyzer) call(ctx context.Context, stage string, tmpl *prompt.Template
 		return nil, err
 	}
 	req := llm.Request{Role: a.opts.Role, Stage: stage, Messages: msgs, Reroll: reroll}
+	if ans.JSON() {
+		req.Schema = &llm.Schema{Name: ans.Form.Name, Schema: ans.Form.Schema()}
+	}
 	out, _, err := llm.CallParsed(ctx, a.client, req, a.opts.Retries, func(r llm.Response) (map[string]string, error) {
 		u.addResponse(r)
-		return tg.Parse(r.Text, sections)
+		return ans.Parse(r.Text)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("calling %s: %w", tmpl.Name(), err)
@@ -253,12 +262,13 @@ func (a *Analyzer) Specify(ctx context.Context, u conv.UserView, reroll int) (st
 	var use Usage
 	users := u.Users()
 	tg := parse.NewTagger(append([]string{u.System()}, users...)...)
+	ans := a.answer(specForm(), tg)
 	data := struct {
 		System string
 		Users  []string
-		T      parse.Tagger
-	}{u.System(), users, tg}
-	out, err := a.call(ctx, "analyze", a.p.spec, data, tg, reroll, &use, "spec")
+		T      parse.Answer
+	}{u.System(), users, ans}
+	out, err := a.call(ctx, "analyze", a.p.spec, data, ans, reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("extracting the specification: %w", err)
 	}
@@ -271,11 +281,12 @@ func (a *Analyzer) specifyContagious(ctx context.Context, ct []conv.Message, rer
 	var use Usage
 	tr := Transcript(ct)
 	tg := parse.NewTagger(tr)
+	ans := a.answer(specForm(), tg)
 	data := struct {
 		Transcript string
-		T          parse.Tagger
-	}{tr, tg}
-	out, err := a.call(ctx, "analyze", a.p.specContagious, data, tg, reroll, &use, "spec")
+		T          parse.Answer
+	}{tr, ans}
+	out, err := a.call(ctx, "analyze", a.p.specContagious, data, ans, reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("extracting the specification (ablation): %w", err)
 	}
@@ -287,11 +298,12 @@ func (a *Analyzer) specifyContagious(ctx context.Context, ct []conv.Message, rer
 func (a *Analyzer) Evaluate(ctx context.Context, spec string, ct []conv.Message, cheatsheet string, reroll int) (aligned, issues string, use Usage, err error) {
 	tr := Transcript(ct)
 	tg := parse.NewTagger(spec, tr, cheatsheet)
+	ans := a.answer(evaluateForm(), tg)
 	data := struct {
 		Spec, Transcript, Cheatsheet string
-		T                            parse.Tagger
-	}{spec, tr, cheatsheet, tg}
-	out, err := a.call(ctx, "analyze", a.p.evaluate, data, tg, reroll, &use, "aligned", "issues")
+		T                            parse.Answer
+	}{spec, tr, cheatsheet, ans}
+	out, err := a.call(ctx, "analyze", a.p.evaluate, data, ans, reroll, &use)
 	if err != nil {
 		return "", "", use, fmt.Errorf("evaluating the approach: %w", err)
 	}
@@ -344,11 +356,12 @@ func (a *Analyzer) singlePass(ctx context.Context, ct []conv.Message, reroll int
 	var use Usage
 	tr := Transcript(ct)
 	tg := parse.NewTagger(tr)
+	ans := a.answer(singlePassForm(), tg)
 	data := struct {
 		Transcript string
-		T          parse.Tagger
-	}{tr, tg}
-	out, err := a.call(ctx, "analyze", a.p.single, data, tg, reroll, &use, "spec", "aligned", "issues")
+		T          parse.Answer
+	}{tr, ans}
+	out, err := a.call(ctx, "analyze", a.p.single, data, ans, reroll, &use)
 	if err != nil {
 		return Analysis{}, use, fmt.Errorf("analyzing in one pass (ablation): %w", err)
 	}

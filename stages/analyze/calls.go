@@ -65,7 +65,7 @@ func (a *Analyzer) RewriteVersion(v RewriteVariant) string {
 	if err != nil {
 		return "rewrite(unknown variant " + strconv.Quote(string(v)) + ")"
 	}
-	return t.Version()
+	return t.Version() + a.outputSuffix()
 }
 
 // Rewrite is the rewrite operator's extra call: a replacement for the
@@ -82,11 +82,12 @@ func (a *Analyzer) Rewrite(ctx context.Context, v RewriteVariant, an Analysis, c
 	}
 	tr := Transcript(ct)
 	tg := parse.NewTagger(tr, an.Spec, an.Aligned, an.Issues)
+	ans := a.answer(contextForm(), tg)
 	data := struct {
 		Transcript, Spec, Aligned, Issues string
-		T                                 parse.Tagger
-	}{tr, an.Spec, an.Aligned, an.Issues, tg}
-	out, err := a.call(ctx, "curate", tmpl, data, tg, reroll, &use, "context")
+		T                                 parse.Answer
+	}{tr, an.Spec, an.Aligned, an.Issues, ans}
+	out, err := a.call(ctx, "curate", tmpl, data, ans, reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("rewriting the context: %w", err)
 	}
@@ -100,11 +101,12 @@ func (a *Analyzer) Rewrite(ctx context.Context, v RewriteVariant, an Analysis, c
 func (a *Analyzer) Summarize(ctx context.Context, user, reply string, reroll int) (string, Usage, error) {
 	var use Usage
 	tg := parse.NewTagger(user, reply)
+	ans := a.answer(summaryForm(), tg)
 	data := struct {
 		User, Reply string
-		T           parse.Tagger
-	}{user, reply, tg}
-	out, err := a.call(ctx, "curate", a.p.summary, data, tg, reroll, &use, "summary")
+		T           parse.Answer
+	}{user, reply, ans}
+	out, err := a.call(ctx, "curate", a.p.summary, data, ans, reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("summarizing a reply: %w", err)
 	}
@@ -127,12 +129,13 @@ func (a *Analyzer) Reflect(ctx context.Context, turns []TurnAnalysis, cheatsheet
 		parts = append(parts, t.Spec, t.Aligned, t.Issues)
 	}
 	tg := parse.NewTagger(parts...)
+	ans := a.answer(takeawaysForm(), tg)
 	data := struct {
 		Turns      []TurnAnalysis
 		Cheatsheet string
-		T          parse.Tagger
-	}{turns, cheatsheet, tg}
-	out, err := a.call(ctx, "memory", a.p.reflect, data, tg, 0, &use, "takeaways")
+		T          parse.Answer
+	}{turns, cheatsheet, ans}
+	out, err := a.call(ctx, "memory", a.p.reflect, data, ans, 0, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("reflecting on a conversation: %w", err)
 	}
@@ -148,12 +151,13 @@ const MaxCheatsheetWords = 1500
 func (a *Analyzer) Unify(ctx context.Context, cheatsheet, takeaways string) (string, Usage, error) {
 	var use Usage
 	tg := parse.NewTagger(cheatsheet, takeaways)
+	ans := a.answer(cheatsheetForm(), tg)
 	data := struct {
 		Cheatsheet, Takeaways string
 		MaxWords              int
-		T                     parse.Tagger
-	}{cheatsheet, takeaways, MaxCheatsheetWords, tg}
-	out, err := a.call(ctx, "memory", a.p.unify, data, tg, 0, &use, "cheatsheet")
+		T                     parse.Answer
+	}{cheatsheet, takeaways, MaxCheatsheetWords, ans}
+	out, err := a.call(ctx, "memory", a.p.unify, data, ans, 0, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("unifying the cheatsheet: %w", err)
 	}

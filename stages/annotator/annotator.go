@@ -27,6 +27,9 @@ type LLM struct {
 	Role     string // model role; default DefaultRole
 	Retries  int    // fresh draws after a malformed answer; default DefaultRetries
 	MaxChars int    // clip for each text put in the prompt; default DefaultMaxChars
+	// Output is how the model is asked for answers; default the role's
+	// (llm.Client.Output).
+	Output parse.Output
 
 	tmpl *prompt.Template
 }
@@ -45,10 +48,21 @@ func (a *LLM) Prepare(load func() *prompt.Template) *LLM {
 	if a.MaxChars == 0 {
 		a.MaxChars = DefaultMaxChars
 	}
+	if a.Output == "" {
+		a.Output = a.Client.Output(a.Role)
+	}
 	if a.tmpl == nil {
 		a.tmpl = load()
 	}
 	return a
+}
+
+// AnswerForm is the form of an annotation stage's answer: one JSON object,
+// a W (whose struct tags declare its fields once), inside the nonce-tagged
+// "answer" section with tags output, or the whole answer under W's strict
+// schema, named for the stage, with json_schema output.
+func AnswerForm[W any](stage string) parse.Object[W] {
+	return parse.Object[W]{Name: stage, Section: "answer"}
 }
 
 // Prompt returns the prompt Prepare loaded.
@@ -64,7 +78,11 @@ func (a *LLM) Version() string {
 			model = ep.Model
 		}
 	}
-	return fmt.Sprintf("%s;role=%s;model=%s;retries=%d;clip=%d", a.tmpl.Version(), a.Role, model, a.Retries, a.MaxChars)
+	v := fmt.Sprintf("%s;role=%s;model=%s;retries=%d;clip=%d", a.tmpl.Version(), a.Role, model, a.Retries, a.MaxChars)
+	if a.Output != parse.Tags && a.Output != "" {
+		v += ";output=" + string(a.Output)
+	}
+	return v
 }
 
 // Query is one unit's model call.
@@ -78,8 +96,10 @@ type Query struct {
 }
 
 // Unit asks the model for one unit with a's settings. The answer must hold
-// one JSON object, a W, inside an "answer" section tagged with q.Tagger's
-// nonce; check validates it into a T. A rejected answer is asked again, as a
+// one JSON object, a W, laid out as AnswerForm says for a.Output: inside an
+// "answer" section tagged with q.Tagger's nonce, or as the whole answer
+// under W's strict schema, which the request then carries; check validates
+// it into a T. A rejected answer is asked again, as a
 // fresh draw, up to a.Retries times; q.Retry moves all draws past those of
 // earlier runs, so a retried unit does not replay cached bad answers.
 // encode makes the stored output from the T and the annotator name
@@ -90,14 +110,14 @@ type Query struct {
 // endpoint and context errors are returned, as are encode's.
 func Unit[W, T any](ctx context.Context, a *LLM, q Query, check func(W) (T, error), encode func(v T, annotator string) ([]byte, error)) (pipeline.Unit, error) {
 	req := llm.Request{Role: a.Role, Stage: q.Stage, Messages: q.Messages, CompletionEstimate: q.CompletionEstimate, Reroll: q.Retry * (a.Retries + 1)}
+	form := AnswerForm[W](q.Stage)
+	if a.Output == parse.JSONSchema {
+		req.Schema = &llm.Schema{Name: form.Name, Schema: form.Schema()}
+	}
 	v, resp, err := llm.CallParsed(ctx, a.Client, req, a.Retries, func(r llm.Response) (T, error) {
-		var zero T
-		sec, err := q.Tagger.Parse(r.Text, []string{"answer"})
+		w, err := form.Parse(a.Output, q.Tagger, r.Text)
 		if err != nil {
-			return zero, err
-		}
-		var w W
-		if err := parse.JSON(sec["answer"], &w); err != nil {
+			var zero T
 			return zero, err
 		}
 		return check(w)

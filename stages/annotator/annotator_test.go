@@ -58,7 +58,7 @@ func query(t *testing.T, a *annotator.LLM, retry int) annotator.Query {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, tg, err := annotator.RenderTranscript(a.Prompt(), 2, es)
+	msgs, tg, err := annotator.RenderTranscript(a.Prompt(), 2, es, a.Output, annotator.AnswerForm[wire]("test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestHistoryIsContextBeforeTheReply(t *testing.T) {
 
 func TestRenderTranscript(t *testing.T) {
 	es := []annotator.Entry{{Tag: "1u", Role: "user", Turn: 1, Content: "hello"}, {Tag: "now", Role: "assistant", Turn: 2, Content: "hi"}}
-	msgs, tg, err := annotator.RenderTranscript(load(), 2, es)
+	msgs, tg, err := annotator.RenderTranscript(load(), 2, es, "", annotator.AnswerForm[wire]("test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,4 +211,53 @@ func TestUnitEndpointErrors(t *testing.T) {
 			t.Error("FailedUnit took a fatal error")
 		}
 	})
+}
+
+// With structured output the request carries the wire type's strict schema,
+// the answer is the JSON object itself, and an answer that is not one (from
+// a server that ignores response_format) is asked again and then fails the
+// unit with its raw text.
+func TestUnitStructured(t *testing.T) {
+	tests := []struct {
+		name   string
+		rule   llmtest.Rule
+		failed bool
+		calls  int
+	}{
+		{"good answer", llmtest.Rule{Func: annotatortest.Reply(`{"n": 3}`)}, false, 1},
+		{"rejected by the check", llmtest.Rule{Func: annotatortest.Reply(`{"n": 12}`)}, true, 3},
+		{"tags from a server that ignores the schema", llmtest.Rule{Fault: llmtest.Fault{Kind: llmtest.Garbled, Message: `<answer id="x">{"n": 3}</answer>`}}, true, 3},
+		{"prose around the object", llmtest.Rule{Fault: llmtest.Fault{Kind: llmtest.Garbled, Message: `Sure: {"n": 3}`}}, true, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.New(t, llmtest.Options{})
+			srv.Add(tc.rule)
+			a := (&annotator.LLM{Client: annotatortest.OutputClient(t, srv, "json_schema")}).Prepare(load)
+			if !strings.HasSuffix(a.Version(), ";output=json_schema") {
+				t.Errorf("Version() = %q", a.Version())
+			}
+			u, err := annotator.Unit(annotatortest.Context(t), a, query(t, a, 0), checkSmall, encode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Failed != tc.failed || srv.Count() != tc.calls {
+				t.Fatalf("unit = %+v after %d calls", u, srv.Count())
+			}
+			call := srv.Calls()[0]
+			sc, ok := call.Request.Schema()
+			if !ok || sc.Name != "test" || call.SchemaError != "" {
+				t.Fatalf("schema %+v sent: %v; server said %q", sc, ok, call.SchemaError)
+			}
+			if b, _ := json.Marshal(sc.Schema); string(b) != `{"additionalProperties":false,"properties":{"n":{"type":"integer"}},"required":["n"],"type":"object"}` {
+				t.Errorf("schema %s", b)
+			}
+			if !tc.failed && string(u.Output) != `{"n":3,"annotator":"llm:test-model"}` {
+				t.Errorf("output %s", u.Output)
+			}
+			if tc.failed && u.Raw == "" {
+				t.Errorf("failed unit without its raw answer: %+v", u)
+			}
+		})
+	}
 }

@@ -25,6 +25,14 @@ type Transcript struct {
 	Nonce    string // the tagger's nonce: the transcript and the answer carry it
 	Turn     int
 	Messages []Entry
+	Answer   string // the form of the answer, laid out for the output
+	JSON     bool   // the answer is one JSON object (json_schema output)
+}
+
+// Layout is what a stage's answer form shows the model (parse.Object and
+// parse.Sections are Layouts).
+type Layout interface {
+	Layout(out parse.Output, tg parse.Tagger) string
 }
 
 // History returns C_t of c as transcript entries: the system message, every
@@ -65,16 +73,16 @@ func History(c *conv.Conversation, t, maxChars int, nowTag string) ([]Entry, err
 	return es, nil
 }
 
-// RenderTranscript renders tmpl with a Transcript of es for round t. The
-// nonce is derived from every content shown, so none of them can carry it;
-// the returned tagger reads the answer.
-func RenderTranscript(tmpl *prompt.Template, t int, es []Entry) ([]conv.Message, parse.Tagger, error) {
+// RenderTranscript renders tmpl with a Transcript of es for round t, the
+// answer laid out by form for out. The nonce is derived from every content
+// shown, so none of them can carry it; the returned tagger reads the answer.
+func RenderTranscript(tmpl *prompt.Template, t int, es []Entry, out parse.Output, form Layout) ([]conv.Message, parse.Tagger, error) {
 	parts := make([]string, 0, len(es))
 	for _, e := range es {
 		parts = append(parts, e.Content)
 	}
 	tg := parse.NewTagger(parts...)
-	msgs, err := tmpl.Render(Transcript{Nonce: tg.Nonce(), Turn: t, Messages: es})
+	msgs, err := tmpl.Render(Transcript{Nonce: tg.Nonce(), Turn: t, Messages: es, Answer: form.Layout(out, tg), JSON: out == parse.JSONSchema})
 	return msgs, tg, err
 }
 

@@ -20,11 +20,13 @@ var promptText []byte
 func Prompt() *prompt.Template { return prompt.MustParse("classify", promptText) }
 
 // wire is the JSON the model writes inside its answer section.
+// Its struct tags are the one declaration of the answer's fields: the
+// prompt's example, the tag parser and the strict schema come from them.
 type wire struct {
 	Type       string   `json:"type" parse:"required,enum=new_ask|feedback|no_feedback"`
-	Confidence *float64 `json:"confidence" parse:"required"`
-	Reason     string   `json:"reason"`
-	Refs       []string `json:"refs" parse:"required"`
+	Confidence *float64 `json:"confidence" parse:"required" hint:"0.0 to 1.0"`
+	Reason     string   `json:"reason" hint:"\"one short line\""`
+	Refs       []string `json:"refs" parse:"required" hint:"[\"1a\"]"`
 }
 
 // render builds the prompt for u_t of c: C_t as a tagged transcript, each
@@ -35,7 +37,7 @@ func render(a *annotator.LLM, c *conv.Conversation, t int) ([]conv.Message, pars
 	if err != nil {
 		return nil, parse.Tagger{}, fmt.Errorf("rendering classify prompt: %w", err)
 	}
-	return annotator.RenderTranscript(a.Prompt(), t, es)
+	return annotator.RenderTranscript(a.Prompt(), t, es, a.Output, annotator.AnswerForm[wire](StageName))
 }
 
 // check validates the model's answer for turn t; the annotator name is set

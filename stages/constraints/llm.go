@@ -25,6 +25,8 @@ type wireConstraint struct {
 	Type     string `json:"type" parse:"required,enum=action|information|process|preference|output"`
 }
 
+// wire is the JSON answer; its struct tags (and wireConstraint's) are the
+// one declaration of its fields (prompt example, tag parser, strict schema).
 type wire struct {
 	Constraints []wireConstraint `json:"constraints" parse:"required"`
 }
@@ -35,6 +37,8 @@ type promptData struct {
 	User          string
 	PrevAssistant string
 	Registry      []Constraint
+	Answer        string // the answer's form, laid out for the output
+	JSON          bool   // json_schema output
 }
 
 // render builds the prompt from in alone, so the prompt cannot hold text the
@@ -47,6 +51,7 @@ func render(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
 	}
 	tg := parse.NewTagger(parts...)
 	d.Nonce = tg.Nonce()
+	d.Answer, d.JSON = annotator.AnswerForm[wire](StageName).Layout(a.Output, tg), a.Output == parse.JSONSchema
 	msgs, err := a.Prompt().Render(d)
 	return msgs, tg, err
 }

@@ -94,12 +94,14 @@ func DatasetInput(c *conv.Conversation, t int) (Input, bool) {
 	return Input{Conv: c, Turn: t, Reply: c.Messages[turns[t-1].Reply].Content, Origin: OriginDataset}, true
 }
 
+// wire is the JSON answer; its struct tags are the one declaration of its
+// fields (prompt example, tag parser, strict schema).
 type wire struct {
-	Present       *bool    `json:"present" parse:"required"`
-	Category      string   `json:"category" parse:"enum=intent_override|code_carryover|factual_hallucination_carryover|reasoning_trace_carryover|formula_carryover|"`
-	Sources       []string `json:"sources"`
-	Confidence    *float64 `json:"confidence" parse:"required"`
-	Justification string   `json:"justification"`
+	Present       *bool    `json:"present" parse:"required" hint:"true or false"`
+	Category      string   `json:"category" parse:"enum=intent_override|code_carryover|factual_hallucination_carryover|reasoning_trace_carryover|formula_carryover|" hint:"\"one of the kinds above, or empty when absent\""`
+	Sources       []string `json:"sources" hint:"[\"1a\"]"`
+	Confidence    *float64 `json:"confidence" parse:"required" hint:"0.0 to 1.0"`
+	Justification string   `json:"justification" hint:"\"one or two short sentences\""`
 }
 
 // render builds the prompt for the reply of in: C_t as a tagged transcript
@@ -112,7 +114,7 @@ func render(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
 		return nil, parse.Tagger{}, fmt.Errorf("rendering pollution prompt: %w", err)
 	}
 	es = append(es, annotator.Entry{Tag: "now", Role: "assistant", Turn: in.Turn, Content: annotator.Clip(in.Reply, a.MaxChars)})
-	return annotator.RenderTranscript(a.Prompt(), in.Turn, es)
+	return annotator.RenderTranscript(a.Prompt(), in.Turn, es, a.Output, annotator.AnswerForm[wire](StageName))
 }
 
 // checkSource accepts "ka" with 1 <= k < t: an earlier assistant reply.

@@ -35,6 +35,23 @@
 // Chaos.MaxPerRequest bounds the faults one request can meet. Chaos is
 // tried before the rules; an arrival it spares is answered by the rules.
 //
+// # Structured output
+//
+// A request that asks for a json_schema in response_format is checked the
+// way a strict endpoint checks it, before anything else: the schema must be
+// strict (CheckStrict: every object closed with additionalProperties false
+// and all its properties required, arrays with items, enums non-empty and
+// of the right type), strict must be true and the name well formed;
+// otherwise the answer is a 400 naming the problem. Its reply must then
+// conform to the schema (Conforms), as an enforcing server's would: a
+// scripted reply that does not is a mistake in the test and is answered
+// with a 400 too (unless Options.Unenforced: then replies go out as
+// scripted, as from a server that ignores the schema). Both are logged in
+// Call.SchemaError. Scripts answer in
+// JSON with the JSON helper, and read what was asked with
+// ChatRequest.Schema. A Garbled fault still sends its text as it is: a
+// server that ignores response_format.
+//
 // # The arrival log
 //
 // Every request is logged as a Call: arrival and end times, path, headers,

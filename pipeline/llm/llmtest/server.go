@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +38,11 @@ type Options struct {
 	// Chaos, when set, injects faults per request before any rule is
 	// tried (see Chaos). SetChaos can change it later.
 	Chaos *Chaos
+	// Unenforced makes the server check the schemas requests send but pass
+	// scripted replies through as they are, like a server that accepts
+	// response_format without enforcing it: tests of how a parser handles
+	// answers that break the schema use it.
+	Unenforced bool
 	// ArrivalLog, when set, receives one JSON line per request as it
 	// arrives (see Arrival), for tests that read the log from a file or
 	// share it with another process. Write errors are ignored.
@@ -280,6 +286,10 @@ type Call struct {
 	Rule   string    // name of the rule that answered, "" for the default, "chaos" for a chaos fault
 	Fault  FaultKind // fault injected, NoFault when answered normally
 	Status int       // status sent (0 for a reset or hang cut short)
+	// SchemaError says why the request was refused (a schema a strict
+	// endpoint would reject) or why its scripted reply broke the schema the
+	// request sent; "" when neither.
+	SchemaError string
 }
 
 // Arrival is one line of Options.ArrivalLog.
@@ -512,9 +522,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
-	status := s.respond(w, r, req, rule, overLimit)
+	status, schemaErr := s.respond(w, r, req, rule, overLimit)
 	s.mu.Lock()
 	s.calls[idx].Status = status
+	s.calls[idx].SchemaError = schemaErr
 	s.calls[idx].End = time.Now()
 	s.inflight--
 	s.mu.Unlock()
@@ -530,61 +541,109 @@ func promptHash(req ChatRequest) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit bool) int {
+// respond answers one request; it returns the status sent and, when the
+// request's schema or the reply's fit to it was wrong, why.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit bool) (int, string) {
 	if s.opts.Key != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.Key {
-		return writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_api_key", nil)
+		return writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_api_key", nil), ""
 	}
 	if overLimit {
-		return writeError(w, http.StatusTooManyRequests, "Rate limit reached for requests (test server).", "rate_limit_exceeded", nil)
+		return writeError(w, http.StatusTooManyRequests, "Rate limit reached for requests (test server).", "rate_limit_exceeded", nil), ""
 	}
+	// A strict endpoint refuses a schema it cannot enforce before it
+	// generates anything.
+	schema, hasSchema := req.Schema()
+	if hasSchema {
+		err := CheckStrict(schema.Schema)
+		if err == nil && !schema.Strict {
+			err = fmt.Errorf("strict is not true (the test server, like ac3, only uses strict schemas)")
+		}
+		if err == nil && !schemaName.MatchString(schema.Name) {
+			err = fmt.Errorf("name %q must match %s", schema.Name, schemaName)
+		}
+		if err != nil {
+			msg := fmt.Sprintf("Invalid schema for response_format '%s': %v", schema.Name, err)
+			return writeError(w, http.StatusBadRequest, msg, "invalid_request_error", nil), msg
+		}
+	}
+	status, reply, ok := s.fault(w, r, req, rule)
+	if !ok {
+		return status, ""
+	}
+	// A server that enforces the schema cannot answer outside it: a
+	// scripted reply that does is a mistake in the test, reported as a
+	// 400 the client does not retry and logged in Call.SchemaError.
+	if hasSchema && !s.opts.Unenforced {
+		if err := Conforms(schema.Schema, reply.Content); err != nil {
+			msg := fmt.Sprintf("test server: the scripted reply breaks the request's schema %q: %v", schema.Name, err)
+			return writeError(w, http.StatusBadRequest, msg, "scripted_reply_breaks_schema", nil), msg
+		}
+	}
+	if !s.wait(r, reply.Latency+s.opts.Latency) {
+		return 0, ""
+	}
+	for k, v := range reply.Headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(completion(req, reply, s.opts.Model))
+	return http.StatusOK, ""
+}
+
+// schemaName is what OpenAI allows as a json_schema name.
+var schemaName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// fault injects rule's fault, if any, and reports the status sent and
+// false; otherwise it returns the reply to send and true.
+func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule) (int, Reply, bool) {
 	if rule != nil && rule.Hold != nil {
 		select {
 		case <-rule.Hold:
 		case <-r.Context().Done():
-			return 0
+			return 0, Reply{}, false
 		case <-s.closing:
-			return 0
+			return 0, Reply{}, false
 		}
 	}
 	if rule != nil && rule.Fault.Kind != NoFault {
 		f := rule.Fault
 		if f.Kind != Hang && !s.wait(r, f.Latency) {
-			return 0
+			return 0, Reply{}, false
 		}
 		switch f.Kind {
 		case Status:
-			return writeError(w, f.Status, f.Message, f.Code, f.Headers)
+			return writeError(w, f.Status, f.Message, f.Code, f.Headers), Reply{}, false
 		case Hang:
 			limit := f.Latency
 			if limit <= 0 {
 				limit = time.Minute
 			}
 			s.wait(r, limit)
-			return 0
+			return 0, Reply{}, false
 		case Reset:
 			hj, ok := w.(http.Hijacker)
 			if !ok {
-				return 0
+				return 0, Reply{}, false
 			}
 			conn, _, err := hj.Hijack()
 			if err != nil {
-				return 0
+				return 0, Reply{}, false
 			}
 			if tc, ok := conn.(*net.TCPConn); ok {
 				_ = tc.SetLinger(0) // RST instead of FIN
 			}
 			_ = conn.Close()
-			return 0
+			return 0, Reply{}, false
 		case Truncated:
 			b := completion(req, Reply{Content: "this answer is cut short"}, s.opts.Model)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(b[:len(b)/2])
-			return http.StatusOK
+			return http.StatusOK, Reply{}, false
 		case Malformed:
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"id":"chatcmpl-test","object":"chat.completion","model":"` + s.opts.Model + `","choices":[]}`))
-			return http.StatusOK
+			return http.StatusOK, Reply{}, false
 		case Garbled:
 			content := f.Message
 			if content == "" {
@@ -592,7 +651,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(completion(req, Reply{Content: content}, s.opts.Model))
-			return http.StatusOK
+			return http.StatusOK, Reply{}, false
 		}
 	}
 	reply := s.opts.Default
@@ -602,15 +661,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			reply = rule.Func(req)
 		}
 	}
-	if !s.wait(r, reply.Latency+s.opts.Latency) {
-		return 0
-	}
-	for k, v := range reply.Headers {
-		w.Header().Set(k, v)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(completion(req, reply, s.opts.Model))
-	return http.StatusOK
+	return 0, reply, true
 }
 
 // wait sleeps d unless the client leaves or the server closes first. It

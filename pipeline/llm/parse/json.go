@@ -31,7 +31,9 @@ func (e *FieldError) Error() string { return e.Path + ": " + e.Reason }
 //
 // Validation reads the tag `parse:"required,enum=a|b|c"` on struct fields:
 // required means the key must be present and not null; enum limits a string
-// (or each string of a []string) to the listed values. Nested structs and
+// (or each string of a []string) to the listed values. (A third option,
+// type=number, only changes the field's type in Schema, for fields decoded
+// loosely such as a json.RawMessage.) Nested structs and
 // slices of structs are checked too. Unknown keys are ignored.
 //
 // JSON returns ErrNoJSON when no candidate is a JSON object, or the
@@ -132,6 +134,7 @@ func balanced(b []byte) int {
 type fieldRule struct {
 	required bool
 	enum     []string
+	typ      string // JSON Schema type that overrides the Go type's (type=number)
 }
 
 func rulesOf(f reflect.StructField) fieldRule {
@@ -142,6 +145,8 @@ func rulesOf(f reflect.StructField) fieldRule {
 			r.required = true
 		case strings.HasPrefix(part, "enum="):
 			r.enum = strings.Split(strings.TrimPrefix(part, "enum="), "|")
+		case strings.HasPrefix(part, "type="):
+			r.typ = strings.TrimPrefix(part, "type=")
 		}
 	}
 	return r
@@ -289,6 +294,9 @@ func schemaOf(t reflect.Type) map[string]any {
 			}
 			s := schemaOf(f.Type)
 			r := rulesOf(f)
+			if r.typ != "" {
+				s = map[string]any{"type": r.typ}
+			}
 			if len(r.enum) > 0 {
 				if s["type"] == "array" {
 					s["items"] = map[string]any{"type": "string", "enum": r.enum}

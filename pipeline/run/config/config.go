@@ -97,6 +97,8 @@ type endpointConfig struct {
 	Query          map[string]string `yaml:"query"`
 	MaxTokensField string            `yaml:"max_tokens_field"`
 	JSONMode       string            `yaml:"json_mode"` // "", json_object, json_schema
+	Kind           string            `yaml:"kind"`      // openai, azure, vllm, llamacpp, ollama, openrouter, other (see output.go)
+	Output         string            `yaml:"output"`    // tags | json_schema; default from kind
 	Timeout        string            `yaml:"timeout"`   // per attempt, e.g. 120s
 	MaxAttempts    int               `yaml:"max_attempts"`
 	Limits         limitsConfig      `yaml:"limits"`
@@ -113,6 +115,7 @@ type modelConfig struct {
 		Output float64 `yaml:"output"`
 	} `yaml:"price"`
 	Limits *limitsConfig `yaml:"limits"`
+	Output string        `yaml:"output"` // tags | json_schema; default: the endpoint's
 }
 
 // roleConfig binds a role (annotator, analyzer, respondent, judge) to a model
@@ -229,7 +232,7 @@ func (c *File) validate() error {
 			return err
 		}
 	}
-	return nil
+	return c.checkOutputs()
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
@@ -659,6 +662,7 @@ func Model(cfg *File, getenv func(string) string, noCache bool, budget float64) 
 			Name: name, BaseURL: ec.BaseURL, APIKeyEnv: ec.APIKeyEnv, APIKeyHeader: ec.APIKeyHeader,
 			Headers: ec.Headers, Query: ec.Query, Model: cmpOr(mc.Name, name), MaxTokensField: ec.MaxTokensField,
 			JSONMode: llm.JSONMode(ec.JSONMode), MaxAttempts: ec.MaxAttempts,
+			Kind: ec.Kind, Output: modelOutput(ec, mc),
 			Limits: lim.llm(),
 			Price:  llm.Price{Input: mc.Price.Input, CachedInput: mc.Price.Cached, Output: mc.Price.Output},
 		}

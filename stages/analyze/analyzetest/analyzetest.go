@@ -4,6 +4,7 @@
 package analyzetest
 
 import (
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/pipeline/llm/parse"
 )
 
 // Script decides the answers. Turn-keyed functions receive t, the number of
@@ -96,6 +98,25 @@ func Turn(req llmtest.ChatRequest) int {
 	return strings.Count(last, `role="user"`)
 }
 
+// answer lays fields out as the request asks: one JSON object when it sent
+// a schema (as an enforcing server would), else prefix and nonce-tagged
+// sections.
+func answer(r llmtest.ChatRequest, nonce, prefix string, fields []string) string {
+	if _, ok := r.Schema(); ok {
+		obj := map[string]string{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			obj[fields[i]] = fields[i+1]
+		}
+		b, _ := json.Marshal(obj)
+		return string(b)
+	}
+	var secs []string
+	for i := 0; i+1 < len(fields); i += 2 {
+		secs = append(secs, tag(nonce, fields[i], fields[i+1]))
+	}
+	return prefix + strings.Join(secs, "\n")
+}
+
 func tag(nonce, name, body string) string {
 	return "<" + name + ` id="` + nonce + `">` + "\n" + body + "\n</" + name + ">"
 }
@@ -118,41 +139,47 @@ func Install(s *llmtest.Server, sc Script) {
 			spec := pick(sc.Spec, "spec of turn "+strconv.Itoa(t))
 			aligned := pick(sc.Aligned, "aligned work of turn "+strconv.Itoa(t))
 			issues := pick(sc.Issues, "None")
-			var ans string
+			var (
+				fields []string // name, text, name, text, …
+				prefix string   // prose before the tagged sections
+			)
 			switch kind {
 			case KindSpec, KindContagious:
-				ans = tag(n, "spec", spec)
+				fields = []string{"spec", spec}
 			case KindEvaluate:
-				ans = tag(n, "aligned", aligned) + "\n" + tag(n, "issues", issues)
+				fields = []string{"aligned", aligned, "issues", issues}
 			case KindSingle:
-				ans = tag(n, "spec", spec) + "\n" + tag(n, "aligned", aligned) + "\n" + tag(n, "issues", issues)
+				fields = []string{"spec", spec, "aligned", aligned, "issues", issues}
 			case KindRewrite:
-				ans = "Here is the briefing.\n" + tag(n, "context", pick(sc.Rewrite, "briefing of turn "+strconv.Itoa(t)))
+				prefix = "Here is the briefing.\n"
+				fields = []string{"context", pick(sc.Rewrite, "briefing of turn "+strconv.Itoa(t))}
 			case KindRewritePaper:
 				// The paper variant may reason in plain text before its section.
-				ans = "Thinking it over: keep what the notes call on track.\n\n" + tag(n, "context", pick(sc.Rewrite, "briefing of turn "+strconv.Itoa(t)))
+				prefix = "Thinking it over: keep what the notes call on track.\n\n"
+				fields = []string{"context", pick(sc.Rewrite, "briefing of turn "+strconv.Itoa(t))}
 			case KindSummary:
 				reply := between(r.Last(), "<assistant_reply>\n", "\n</assistant_reply>")
 				sum := "summary: " + firstWords(reply, 4)
 				if sc.Summary != nil {
 					sum = sc.Summary(reply)
 				}
-				ans = tag(n, "summary", sum)
+				fields = []string{"summary", sum}
 			case KindReflect:
 				reflect++
 				tk := "- takeaway " + strconv.Itoa(reflect)
 				if sc.Takeaways != nil {
 					tk = sc.Takeaways(reflect)
 				}
-				ans = tag(n, "takeaways", tk)
+				fields = []string{"takeaways", tk}
 			case KindUnify:
 				unify++
 				cs := "cheatsheet version " + strconv.Itoa(unify)
 				if sc.Cheatsheet != nil {
 					cs = sc.Cheatsheet(unify)
 				}
-				ans = tag(n, "cheatsheet", cs)
+				fields = []string{"cheatsheet", cs}
 			}
+			ans := answer(r, n, prefix, fields)
 			if sc.Wrap != nil {
 				ans = sc.Wrap(kind, ans)
 			}
@@ -162,15 +189,22 @@ func Install(s *llmtest.Server, sc Script) {
 }
 
 // Client returns a client for s with an in-memory answer cache and the
-// analyzer role bound to it.
+// analyzer role bound to it; it asks for tagged answers.
 func Client(tb testing.TB, s *llmtest.Server, cache llm.Cache) *llm.Client {
+	tb.Helper()
+	return OutputClient(tb, s, cache, parse.Tags)
+}
+
+// OutputClient is Client with the given output (parse.JSONSchema for
+// structured output).
+func OutputClient(tb testing.TB, s *llmtest.Server, cache llm.Cache, out parse.Output) *llm.Client {
 	tb.Helper()
 	if cache == nil {
 		cache = llm.NewMemCache()
 	}
 	c, err := llm.New(llm.Options{
 		Endpoints: []llm.Endpoint{{Name: "test", BaseURL: s.URL, Model: "test-model", Limits: llm.Limits{Concurrency: 8},
-			Price: llm.Price{Input: 1, Output: 2}}},
+			Price: llm.Price{Input: 1, Output: 2}, Output: out}},
 		Roles: map[string]llm.RoleBinding{"analyzer": {Endpoint: "test"}},
 		Cache: cache,
 	})
