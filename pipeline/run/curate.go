@@ -25,7 +25,17 @@ func (s AC3) check() error {
 	if _, err := analyze.ParseAblation(string(s.Ablation)); err != nil {
 		return err
 	}
-	return nil
+	if err := s.AO.Validate(); err != nil {
+		return err
+	}
+	if _, err := curate.ParseResetTemplate(string(s.ResetTemplate)); err != nil {
+		return err
+	}
+	if _, err := analyze.ParseRewriteVariant(string(s.Rewrite)); err != nil {
+		return err
+	}
+	_, err := curate.ParseReplay(string(s.Replay))
+	return err
 }
 
 // curateBuild is what building the curate stage gave.
@@ -78,7 +88,10 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 	if err != nil {
 		return b, err
 	}
-	opts := curate.Options{Gates: c.AC3.Gates, Adaptive: c.AC3.Adaptive}
+	opts := curate.Options{
+		Gates: c.AC3.Gates, Adaptive: c.AC3.Adaptive, AO: c.AC3.AO,
+		ResetTemplate: c.AC3.ResetTemplate, Rewrite: c.AC3.Rewrite, Replay: c.AC3.Replay,
+	}
 	skip := map[string]string{}
 	var modelSpecs []string
 	for _, sp := range specs {

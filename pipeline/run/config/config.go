@@ -10,6 +10,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -523,6 +524,12 @@ func cmpOr[T comparable](v, def T) T {
 //	classify: {variant: heuristic}
 //	analyzer_retries: 2
 //	ablation: contagious-extractor   # research only
+//	ao: {placeholder: "[Response provided]", note: "..."}
+//	reset_template: wildchat         # or ac3 (the default)
+//	rewrite_variant: paper           # or ac3 (the default)
+//	replay: prefix                   # or continue (the default)
+//
+// The last four are in fidelity.go.
 type ac3Config struct {
 	GatedReset, Reset, Rewrite *struct {
 		Floor *int `yaml:"floor"`
@@ -544,6 +551,7 @@ type ac3Config struct {
 	}
 	AnalyzerRetries int
 	Ablation        string
+	fidelityConfig
 }
 
 // AC3 reads stages.curate's AC3 keys (the defaults without a config).
@@ -558,10 +566,11 @@ func (cfg *File) AC3() (run.AC3, error) {
 		"adaptive": &ac.Adaptive, "memory": &ac.Memory, "constraints": &ac.Constraints, "classify": &ac.Classify,
 		"analyzer_retries": &ac.AnalyzerRetries, "ablation": &ac.Ablation,
 	}
+	ac.fidelityConfig.keys(known)
 	for k, node := range cfg.Stages.Curate.Extra {
 		dst, ok := known[k]
 		if !ok {
-			return s, fmt.Errorf("stages.curate.%s: unknown setting (known: gated_reset, reset, rewrite, augment, adaptive, memory, constraints, classify, analyzer_retries, ablation)", k)
+			return s, fmt.Errorf("stages.curate.%s: unknown setting (known: %s)", k, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 		}
 		if err := node.Decode(dst); err != nil {
 			return s, fmt.Errorf("stages.curate.%s: %w", k, err)
@@ -599,6 +608,9 @@ func (cfg *File) AC3() (run.AC3, error) {
 		return s, fmt.Errorf("stages.curate.ablation: %w", err)
 	}
 	s.Ablation = ab
+	if err := ac.fidelityConfig.apply(&s); err != nil {
+		return s, err
+	}
 	return s, CheckMemory(s.Memory)
 }
 
