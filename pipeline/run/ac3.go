@@ -23,11 +23,13 @@ type PolicyFit struct {
 }
 
 // FitPolicy fits the adaptive strategy's scored policy on the run's own
-// judgments of fc against ao (the quality outcome of each judged turn, a
-// tie counting half) and stores it in the run. encoding is the tokenizer
-// curate used. It fails with an error wrapping curate.ErrTooFewJudged when
-// the run has fewer than curate.MinPolicyExamples judged turns.
-func FitPolicy(ctx context.Context, db, encoding string) (PolicyFit, error) {
+// judgments of fc against ao (the quality outcome of each judged turn; ties
+// as o.Ties says, losses by default) by L1 logistic regression with its
+// strength chosen by cross-validation (curate.FitPolicy), and stores it in
+// the run. encoding is the tokenizer curate used. It fails with an error
+// wrapping curate.ErrTooFewJudged when the run has fewer than
+// curate.MinPolicyExamples judged turns.
+func FitPolicy(ctx context.Context, db, encoding string, o curate.PolicyFitOptions) (PolicyFit, error) {
 	var fit PolicyFit
 	counter, err := tokens.New(encoding)
 	if err != nil {
@@ -66,7 +68,7 @@ func FitPolicy(ctx context.Context, db, encoding string) (PolicyFit, error) {
 	}
 	classify, _ := curate.PickUpstream(plans[curate.ClassifyStage], "")
 	fit.WithTypes = classify.Variant != ""
-	fit.Policy, err = curate.FitRunPolicy(ctx, l, judged, classify, counter)
+	fit.Policy, err = curate.FitRunPolicy(ctx, l, judged, classify, counter, o)
 	return fit, err
 }
 
