@@ -156,6 +156,14 @@ type AC3 struct {
 	// Replay is how the operators that remove content build later turns
 	// (curate.ReplayContinue when "", or curate.ReplayPrefix).
 	Replay curate.Replay
+	// IncludeLearning keeps, with the offline memory, the conversations the
+	// cheatsheet was learned on in curation and the report (by default
+	// they are left out: results on them would flatter the memory).
+	IncludeLearning bool
+	// OutcomePair is the judge pair whose verdicts LearnMemory shows the
+	// reflections as outcomes ("": the first judged pair of an AC3
+	// operator).
+	OutcomePair string
 }
 
 // Respond generates the next assistant turn from curated contexts.

@@ -15,7 +15,7 @@ import (
 const MetaPolicy = "ac3.policy"
 
 // LoadPolicy reads the run's fitted policy; nil when it has none.
-func LoadPolicy(ctx context.Context, store MetaStore) (*Policy, error) {
+func LoadPolicy(ctx context.Context, store MetaReader) (*Policy, error) {
 	raw, ok, err := store.Meta(ctx, MetaPolicy)
 	if err != nil || !ok {
 		return nil, err

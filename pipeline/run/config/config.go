@@ -520,6 +520,7 @@ func cmpOr[T comparable](v, def T) T {
 //	augment: {warmup: 3}
 //	adaptive: {policy: scored, lambda: 0.1, tau: 0.5}
 //	memory: {regime: offline}   # or online; off by default
+//	memory: {regime: offline, include_learning: false, outcome_pair: gated-reset:ao}
 //	constraints: {variant: llm}
 //	classify: {variant: heuristic}
 //	analyzer_retries: 2
@@ -544,7 +545,9 @@ type ac3Config struct {
 		Tau    *float64 `yaml:"tau"`
 	}
 	Memory *struct {
-		Regime string `yaml:"regime"`
+		Regime          string `yaml:"regime"`
+		IncludeLearning bool   `yaml:"include_learning"`
+		OutcomePair     string `yaml:"outcome_pair"`
 	}
 	Constraints, Classify *struct {
 		Variant string `yaml:"variant"`
@@ -593,8 +596,9 @@ func (cfg *File) AC3() (run.AC3, error) {
 	if a := ac.Adaptive; a != nil {
 		s.Adaptive.Policy, s.Adaptive.Lambda, s.Adaptive.Tau = a.Policy, deref(a.Lambda, 0), deref(a.Tau, 0)
 	}
-	if ac.Memory != nil && ac.Memory.Regime != "" {
-		s.Memory = ac.Memory.Regime
+	if ac.Memory != nil {
+		s.Memory = cmpOr(ac.Memory.Regime, s.Memory)
+		s.IncludeLearning, s.OutcomePair = ac.Memory.IncludeLearning, ac.Memory.OutcomePair
 	}
 	if ac.Constraints != nil {
 		s.ConstraintsVariant = ac.Constraints.Variant
