@@ -65,7 +65,9 @@ analysis a plain-text cheatsheet of lessons from other conversations, at most
 
    off      no cheatsheet (the default)
    offline  the frozen cheatsheet 'ac3 memory learn' stored in the run; its
-            hash is in the operators' versions
+            hash is in the operators' versions. The conversations it was
+            learned on are left out of the operators that use it (and of the
+            report); --memory-include-learning keeps them
    online   a cheatsheet updated as the run goes: conversations are curated
             one at a time in ingest order; after each, every turn from
             --from-turn is analyzed (the operators reuse these analyses), one
@@ -141,6 +143,7 @@ func ac3Flags() []cli.Flag {
 		&cli.Float64Flag{Name: "lambda", Usage: "adaptive scored: cost weight λ on the relative assistant-history length (default 0)"},
 		&cli.Float64Flag{Name: "tau", Usage: "adaptive scored: keep fc iff P(fc wins) − λ·Δ ≥ τ (default 0.5)"},
 		&cli.StringFlag{Name: "memory", Usage: "AC3 memory given to step 2: off | offline (the cheatsheet 'ac3 memory learn' stored) | online (updated after each conversation, in ingest order; one worker)"},
+		&cli.BoolFlag{Name: "memory-include-learning", Usage: "offline memory: also curate the conversations the cheatsheet was learned on (left out by default)"},
 		&cli.StringFlag{Name: "constraints-variant", Usage: "+constraints: which constraints variant to read (default llm, else heuristic)"},
 		&cli.StringFlag{Name: "classify-variant", Usage: "adaptive: which classify variant to read (default llm, else heuristic)"},
 		&cli.StringFlag{Name: "ao-placeholder", Usage: "ao: the text standing in for each hidden reply (default " + strconv.Quote(curate.DefaultPlaceholder) + "; Huang et al.'s is " + strconv.Quote(curate.HuangPlaceholder) + ")"},
@@ -185,6 +188,9 @@ func ac3FromFlags(c *cli.Context, s *run.AC3) error {
 	}
 	if c.IsSet("memory") {
 		s.Memory = c.String("memory")
+	}
+	if c.IsSet("memory-include-learning") {
+		s.IncludeLearning = c.Bool("memory-include-learning")
 	}
 	if c.IsSet("constraints-variant") {
 		s.ConstraintsVariant = c.String("constraints-variant")
