@@ -235,3 +235,23 @@ func readReportJSON(t *testing.T, path string) reportJSON {
 	}
 	return r
 }
+
+// rewriteFile replaces pairs of strings in a file (each must be there).
+func rewriteFile(t *testing.T, path string, oldNew ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for i := 0; i+1 < len(oldNew); i += 2 {
+		if !strings.Contains(s, oldNew[i]) {
+			t.Fatalf("%s has no %q", path, oldNew[i])
+		}
+		s = strings.ReplaceAll(s, oldNew[i], oldNew[i+1])
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
