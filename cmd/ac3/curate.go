@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -64,7 +65,9 @@ analysis a plain-text cheatsheet of lessons from other conversations, at most
 
    off      no cheatsheet (the default)
    offline  the frozen cheatsheet 'ac3 memory learn' stored in the run; its
-            hash is in the operators' versions
+            hash is in the operators' versions. The conversations it was
+            learned on are left out of the operators that use it (and of the
+            report); --memory-include-learning keeps them
    online   a cheatsheet updated as the run goes: conversations are curated
             one at a time in ingest order; after each, every turn from
             --from-turn is analyzed (the operators reuse these analyses), one
@@ -141,14 +144,20 @@ func curateCommand(e *env) *cli.Command {
 func ac3Flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "warmup", Usage: "augment: user turns before it starts appending the analysis (default 2)"},
-		&cli.IntFlag{Name: "floor", Usage: "gated-reset: user turns it never resets at (default 2)"},
+		&cli.IntFlag{Name: "floor", Usage: "gated-reset: user turns it never resets at (default 2; the AC3 paper uses 1 on WildChat, LiC actions and tau2-bench)"},
 		&cli.IntFlag{Name: "cap", Usage: "gated-reset: most resets per conversation (default 3)"},
 		&cli.StringFlag{Name: "adaptive-policy", Usage: "adaptive: omit-on-new-ask (needs classify) | scored (needs 'ac3 policy fit')"},
 		&cli.Float64Flag{Name: "lambda", Usage: "adaptive scored: cost weight λ on the relative assistant-history length (default 0)"},
 		&cli.Float64Flag{Name: "tau", Usage: "adaptive scored: keep fc iff P(fc wins) − λ·Δ ≥ τ (default 0.5)"},
 		&cli.StringFlag{Name: "memory", Usage: "AC3 memory given to step 2: off | offline (the cheatsheet 'ac3 memory learn' stored) | online (updated after each conversation, in ingest order; one worker)"},
+		&cli.BoolFlag{Name: "memory-include-learning", Usage: "offline memory: also curate the conversations the cheatsheet was learned on (left out by default)"},
 		&cli.StringFlag{Name: "constraints-variant", Usage: "+constraints: which constraints variant to read (default llm, else heuristic)"},
 		&cli.StringFlag{Name: "classify-variant", Usage: "adaptive: which classify variant to read (default llm, else heuristic)"},
+		&cli.StringFlag{Name: "ao-placeholder", Usage: "ao: the text standing in for each hidden reply (default " + strconv.Quote(curate.DefaultPlaceholder) + "; Huang et al.'s is " + strconv.Quote(curate.HuangPlaceholder) + ")"},
+		&cli.StringFlag{Name: "ao-note", Usage: "ao: the system note explaining the placeholder (default ours, naming the placeholder)"},
+		&cli.StringFlag{Name: "reset-template", Usage: "reset, gated-reset: ac3 (default: one summary message) | wildchat (issues in the system message, summary, short acknowledgment; the AC3 paper's WildChat form)"},
+		&cli.StringFlag{Name: "rewrite-variant", Usage: "rewrite: ac3 (default: a briefing of prescribed content) | paper (form left to the model, returned in its own section)"},
+		&cli.StringFlag{Name: "replay", Usage: "reset, gated-reset, rewrite: continue (default: later turns continue from a replacement) | prefix (each turn's logged prefix curated on its own)"},
 		&cli.BoolFlag{Name: "ablation-contagious-extractor", Usage: "RESEARCH ABLATION: let AC3 step 1 see the assistant's turns (reproduces the contagion result); labelled in every output"},
 		&cli.BoolFlag{Name: "ablation-single-pass", Usage: "RESEARCH ABLATION: one analysis call over the whole conversation instead of two steps; labelled in every output"},
 	}
@@ -187,11 +196,29 @@ func ac3FromFlags(c *cli.Context, s *run.AC3) error {
 	if c.IsSet("memory") {
 		s.Memory = c.String("memory")
 	}
+	if c.IsSet("memory-include-learning") {
+		s.IncludeLearning = c.Bool("memory-include-learning")
+	}
 	if c.IsSet("constraints-variant") {
 		s.ConstraintsVariant = c.String("constraints-variant")
 	}
 	if c.IsSet("classify-variant") {
 		s.ClassifyVariant = c.String("classify-variant")
+	}
+	if c.IsSet("ao-placeholder") {
+		s.AO.Placeholder = c.String("ao-placeholder")
+	}
+	if c.IsSet("ao-note") {
+		s.AO.Note = c.String("ao-note")
+	}
+	if c.IsSet("reset-template") {
+		s.ResetTemplate = curate.ResetTemplate(c.String("reset-template"))
+	}
+	if c.IsSet("rewrite-variant") {
+		s.Rewrite = analyze.RewriteVariant(c.String("rewrite-variant"))
+	}
+	if c.IsSet("replay") {
+		s.Replay = curate.Replay(c.String("replay"))
 	}
 	switch {
 	case c.Bool("ablation-contagious-extractor") && c.Bool("ablation-single-pass"):

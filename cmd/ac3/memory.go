@@ -17,18 +17,27 @@ func memoryCommand(e *env) *cli.Command {
 		Subcommands: []*cli.Command{memoryShowCommand(e), {
 			Name:  "learn",
 			Usage: "learn the cheatsheet on a split of the run, then freeze it (offline regime)",
-			Description: `Goes through the first --conversations conversations of the run in ingest
-order. For each it analyzes every turn from --from-turn on (step 2 given the
-cheatsheet so far), asks the analyzer model for transferable takeaways from
-those analyses, and merges them into one plain-text cheatsheet of at most 1,500
-words. The final cheatsheet is frozen and stored in the run with its hash;
-'ac3 curate --memory offline' gives it to step 2 of every analysis, and the
-hash enters the operators' unit keys, so learning again re-curates them.
+			Description: `Learns the cheatsheet as the AC3 paper's offline regime does (its Appendix
+F): individual reflections, then one consolidation. For each of the first
+--conversations conversations of the run in ingest order it analyzes every
+turn from --from-turn on, and asks the analyzer model for transferable
+takeaways from the conversation's trajectory: each user message, the analysis
+made before answering it, the gated-reset operator's decision there (EDIT or
+NO EDIT, under the config's gated_reset gate), the logged reply and, where
+the run has judged that turn, the outcome (the judge's quality verdict of
+--outcome-pair, by default the first judged pair with an AC3 operator: run a
+pass without memory, respond and judge first to have them). One last call
+consolidates every conversation's takeaways into one plain-text cheatsheet of
+at most 1,500 words. It is frozen and stored in the run with its hash; 'ac3
+curate --memory offline' gives it to step 2 of every analysis, and the hash
+enters the operators' unit keys, so learning again re-curates them.
 
-The order is fixed, every request depends only on the conversation and the
-cheatsheet before it, and answers are cached in the run, so an interrupted
-learn replays what it did at no cost. Evaluate on conversations outside the
-split (they are the ones after it in ingest order). For the online regime,
+The conversations learned from are the run's learning split: curation with
+the cheatsheet leaves them out of the operators that use it, so nothing is
+generated or judged for those operators there, and the report leaves them
+out and states the split (stages.curate.memory.include_learning: true keeps
+them). Answers are cached in the run, so an interrupted learn replays what it
+did at no cost. For the online regime,
 where the cheatsheet is updated after each conversation as curation proceeds,
 use 'ac3 curate --memory online' instead (no learn step).
 
@@ -39,13 +48,21 @@ Example:
 				&cli.IntFlag{Name: "conversations", Usage: "size of the learning split: the first N conversations (default: a third of the run)"},
 				&cli.IntFlag{Name: "from-turn", Value: curate.DefaultFrom, Usage: "first user turn analyzed"},
 				&cli.BoolFlag{Name: "again", Usage: "learn even if this run already has a cheatsheet for the same split"},
+				&cli.StringFlag{Name: "outcome-pair", Usage: "judge pair whose quality verdicts are shown to the reflections as outcomes (default: stages.curate.memory.outcome_pair, else the first judged pair with an AC3 operator)"},
 			}, llmFlags()...),
 			Action: func(c *cli.Context) error {
-				_, m, err := modelFlags(c, e)
+				cfg, m, err := modelFlags(c, e)
 				if err != nil {
 					return err
 				}
-				res, err := run.LearnMemory(c.Context, c.String("db"), m, c.Int("conversations"), c.Int("from-turn"), c.Bool("again"), runOptions(e))
+				ac, err := cfg.AC3()
+				if err != nil {
+					return err
+				}
+				if c.IsSet("outcome-pair") {
+					ac.OutcomePair = c.String("outcome-pair")
+				}
+				res, err := run.LearnMemory(c.Context, c.String("db"), m, c.Int("conversations"), c.Int("from-turn"), c.Bool("again"), ac, runOptions(e))
 				if err != nil {
 					return err
 				}

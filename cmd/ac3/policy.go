@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/curate"
 )
@@ -15,12 +16,17 @@ const policyNeeds = `ac3 policy fit needs this run's own pairwise judgments of f
   1. curate fc and ao:          ac3 curate --db RUN --strategies fc,ao
   2. generate and judge them:   the judge stage with the pair fc:ao (or ao:fc)
      (stages.judge.pairs in the config); the quality outcome of each judged
-     turn is the label (a tie counts half to each side)
+     turn is the label: 1 when the judge preferred fc, 0 otherwise (a tie is
+     a loss, as in Huang et al.; --ties half or dropped to change it)
   3. optionally classify turns (turn type and references become features)
-It then fits P(fc wins) by logistic regression on: round, log tokens of the fc
-and ao contexts and of the assistant history, the assistant share of the
-context, the turn type, and whether the turn refers back (to an assistant turn
-in particular). At least %d judged turns are needed.`
+It then fits P(fc wins) by L1-regularised logistic regression with balanced
+class weights (Huang et al., A.15) on: round, log tokens of the fc and ao
+contexts and of the assistant history, the assistant share of the context,
+the turn type, and whether the turn refers back (to an assistant turn in
+particular). The strength is chosen by k-fold cross-validation (--folds,
+default 5) on this run's turns, by F1 as in the paper; folds keep each
+conversation's turns together (ours: the paper split by turn; --folds-by-turn
+to do the same). At least %d judged turns are needed.`
 
 func policyCommand(e *env) *cli.Command {
 	return &cli.Command{
@@ -31,7 +37,11 @@ func policyCommand(e *env) *cli.Command {
 			Usage: "fit P(fc wins over ao) on this run's judge results, for 'adaptive' with policy scored",
 			Description: fmt.Sprintf(policyNeeds, curate.MinPolicyExamples) + `
 
-The fitted policy is stored in the run; 'ac3 curate --strategies adaptive
+It prints the chosen strength λ (and scikit-learn's C), the coefficients the
+penalty kept, the held-out accuracy, balanced accuracy and F1 at that
+strength (mean ± SD over folds) beside the majority-class rate, and the
+threshold τ on held-out P(fc wins) that agrees best with the judge. The
+fitted policy is stored in the run (the report shows it too); 'ac3 curate --strategies adaptive
 --adaptive-policy scored --lambda L --tau T' then keeps fc on a turn iff
 P(fc wins) − L·Δ ≥ T, Δ being the turn's assistant-history tokens over their
 mean in the fitted data. Refitting changes the policy's hash, so adaptive
@@ -39,9 +49,20 @@ curates again.
 
 Example:
    ac3 policy fit --db run.db`,
-			Flags: []cli.Flag{dbFlag, &cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer for the token features (use the one curate used)"}},
+			Flags: []cli.Flag{dbFlag,
+				&cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer for the token features (use the one curate used)"},
+				&cli.StringFlag{Name: "ties", Value: "losses", Usage: "a tied turn is: losses (Huang et al.) | half (two half-weight rows) | dropped"},
+				&cli.IntFlag{Name: "folds", Value: stats.DefaultL1Folds, Usage: "cross-validation folds that choose the L1 strength"},
+				&cli.BoolFlag{Name: "folds-by-turn", Usage: "assign turns to folds one by one (as the paper) instead of whole conversations"},
+				&cli.Uint64Flag{Name: "seed", Usage: "fold assignment seed"},
+			},
 			Action: func(c *cli.Context) error {
-				fit, err := run.FitPolicy(c.Context, c.String("db"), c.String("encoding"))
+				ties, err := stats.ParseTiePolicy(c.String("ties"))
+				if err != nil {
+					return err
+				}
+				opts := curate.PolicyFitOptions{Ties: ties, Folds: c.Int("folds"), Seed: c.Uint64("seed"), ByTurn: c.Bool("folds-by-turn")}
+				fit, err := run.FitPolicy(c.Context, c.String("db"), c.String("encoding"), opts)
 				if errors.Is(err, curate.ErrTooFewJudged) {
 					return fmt.Errorf("%w.\n%s", err, fmt.Sprintf(policyNeeds, curate.MinPolicyExamples))
 				}
@@ -49,8 +70,14 @@ Example:
 					return err
 				}
 				p := fit.Policy
-				fmt.Fprintf(e.stdout, "policy %s fitted on %d judged turns (fc won %.1f%%; training accuracy %.1f%%; mean assistant history %.0f tokens)\n",
-					p.Hash(), p.N, 100*p.FCWinRate, 100*p.TrainAccuracy, p.MeanAsstTokens)
+				f := p.Fit
+				fmt.Fprintf(e.stdout, "policy %s fitted on %d judged turns (fc won %d, lost %d, tied %d; ties as %s; mean assistant history %.0f tokens)\n",
+					p.Hash(), p.N, f.Wins, f.Losses, f.TiesN, f.Ties, p.MeanAsstTokens)
+				fmt.Fprintf(e.stdout, "L1 logistic, %s classes, strength by %d-fold CV on %s (folds by %s): λ = %.4g (C = %.4g), %d of %d coefficients kept\n",
+					f.Classes, f.Folds, f.Metric, f.FoldsBy, f.Lambda, f.C, f.NonZero, len(p.Features))
+				fmt.Fprintf(e.stdout, "held out: accuracy %.1f%% ± %.1f (majority class %.1f%%), balanced accuracy %.1f%%, F1 %.3f; training accuracy %.1f%%\n",
+					100*f.HeldOut.Accuracy, 100*f.HeldOut.SD, 100*f.Majority, 100*f.HeldOut.BalancedAccuracy, f.HeldOut.F1, 100*p.TrainAccuracy)
+				fmt.Fprintf(e.stdout, "τ = %.3f: keep fc iff P(fc wins) ≥ τ agrees with the judge on %.1f%% of held-out turns (at λ cost 0)\n", f.Tau, 100*f.TauAccuracy)
 				fmt.Fprintf(e.stdout, "  %-16s %+.3f\n", "(bias)", p.Weights[0])
 				for i, f := range p.Features {
 					fmt.Fprintf(e.stdout, "  %-16s %+.3f\n", f, p.Weights[i+1])
@@ -58,7 +85,7 @@ Example:
 				if !fit.WithTypes {
 					fmt.Fprintln(e.stdout, "  (no classify stage in this run: turn-type and reference features were zero)")
 				}
-				fmt.Fprintln(e.stdout, "use it with: ac3 curate --strategies adaptive --adaptive-policy scored [--lambda L --tau T]")
+				fmt.Fprintf(e.stdout, "use it with: ac3 curate --strategies adaptive --adaptive-policy scored --tau %.3f [--lambda L]\n", f.Tau)
 				return nil
 			},
 		}},

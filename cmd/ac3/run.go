@@ -31,6 +31,17 @@ input and output tokens (stating the answer length it assumed) and the cost at
 the config's prices, with the skips the run would make. --json prints the same
 as one JSON object with per-stage figures and total_calls, total_cost_usd.
 
+Paper presets: fixtures/configs/ac3-wildchat.yaml, huang-wildchat.yaml and
+ac3-lic.yaml follow the AC3 paper and Huang et al., every key commented with
+its section. Generic defaults that differ from a paper: stages.curate
+gated_reset.floor 2 (AC3 uses 1 on WildChat, LiC actions and tau2-bench), ao's
+placeholder and note (ours; Huang et al.'s via stages.curate.ao),
+reset_template ac3 (wildchat: the AC3 paper's WildChat form), rewrite_variant
+ac3 (paper: the AC3 paper's later prompt), replay continue (prefix: each
+logged prefix curated on its own, the papers' WildChat protocol); role
+sampling is the endpoint's (AC3 uses temperature 1.0 everywhere). The README's
+"Paper presets" section has the table.
+
 Config sketch (YAML; ${VAR} and ${VAR:-default} are taken from the environment;
 relative paths are relative to the config file):
 

@@ -95,6 +95,7 @@ svg{display:block;margin:.4rem 0 1rem;max-width:100%;height:auto}svg text{font-f
 	r.htmlAnnotations(&b)
 	r.htmlReplyPollution(&b)
 	r.htmlProgress(&b)
+	r.htmlLearned(&b)
 	b.WriteString("<h2>Cost by role</h2>\n")
 	if len(r.Cost.ByRole) == 0 {
 		b.WriteString("<p>No model calls recorded.</p>\n")

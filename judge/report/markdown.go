@@ -136,6 +136,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	r.mdAnnotations(b)
 	r.mdReplyPollution(b)
 	r.mdProgress(b)
+	r.mdLearned(b)
 	b.f("## Cost by role\n\n")
 	if len(r.Cost.ByRole) == 0 {
 		b.f("No model calls recorded.\n\n")

@@ -63,7 +63,11 @@ type Report struct {
 	// ReplyPollution is set when the run reviewed generated replies for
 	// pollution (stages.pollution.on: generated).
 	ReplyPollution *ReplyPollution `json:"reply_pollution,omitempty"`
-	Notes          []string        `json:"notes"`
+	// MemorySplit is the offline memory's learning split (learned.go).
+	MemorySplit *MemorySplit `json:"memory_split,omitempty"`
+	// Policy is the adaptive policy fitted on this run (learned.go).
+	Policy *AdaptivePolicy `json:"adaptive_policy,omitempty"`
+	Notes  []string        `json:"notes"`
 }
 
 // Settings says how the numbers were computed.
@@ -252,14 +256,24 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 		return nil, err
 	}
 	r.Conversations = st.Conversations
+	if r.MemorySplit, r.Policy, err = learned(ctx, src); err != nil {
+		return nil, err
+	}
+	if s := r.MemorySplit; s != nil {
+		if s.Excluded {
+			r.Conversations = max(0, r.Conversations-int64(s.Conversations))
+		}
+		s.Evaluated = r.Conversations
+		r.Notes = append(r.Notes, s.note())
+	}
 	plans, err := src.Plans(ctx)
 	if err != nil {
 		return nil, err
 	}
 	f := newFold(plans, so, def.Level)
-	err = src.EachPage(ctx, cmpOr(opts.PageSize, pageSize), func(_ []ledger.Stored, after, upto int64) error {
+	err = src.EachPage(ctx, cmpOr(opts.PageSize, pageSize), r.MemorySplit.evalPages(func(_ []ledger.Stored, after, upto int64) error {
 		return f.page(ctx, src, after, upto)
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ac3/ac3/judge"
+	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/progress"
 	"github.com/ac3/ac3/pipeline/tokens"
@@ -23,11 +25,13 @@ type PolicyFit struct {
 }
 
 // FitPolicy fits the adaptive strategy's scored policy on the run's own
-// judgments of fc against ao (the quality outcome of each judged turn, a
-// tie counting half) and stores it in the run. encoding is the tokenizer
-// curate used. It fails with an error wrapping curate.ErrTooFewJudged when
-// the run has fewer than curate.MinPolicyExamples judged turns.
-func FitPolicy(ctx context.Context, db, encoding string) (PolicyFit, error) {
+// judgments of fc against ao (the quality outcome of each judged turn; ties
+// as o.Ties says, losses by default) by L1 logistic regression with its
+// strength chosen by cross-validation (curate.FitPolicy), and stores it in
+// the run. encoding is the tokenizer curate used. It fails with an error
+// wrapping curate.ErrTooFewJudged when the run has fewer than
+// curate.MinPolicyExamples judged turns.
+func FitPolicy(ctx context.Context, db, encoding string, o curate.PolicyFitOptions) (PolicyFit, error) {
 	var fit PolicyFit
 	counter, err := tokens.New(encoding)
 	if err != nil {
@@ -66,7 +70,7 @@ func FitPolicy(ctx context.Context, db, encoding string) (PolicyFit, error) {
 	}
 	classify, _ := curate.PickUpstream(plans[curate.ClassifyStage], "")
 	fit.WithTypes = classify.Variant != ""
-	fit.Policy, err = curate.FitRunPolicy(ctx, l, judged, classify, counter)
+	fit.Policy, err = curate.FitRunPolicy(ctx, l, judged, classify, counter, o)
 	return fit, err
 }
 
@@ -78,10 +82,14 @@ type Learning struct {
 
 // LearnMemory learns the offline AC3 cheatsheet on the first n
 // conversations of the run (a third of them when n <= 0), analyzing turns
-// from `from` on, and stores it in the run (see curate.LearnOffline). With
-// again it learns even when the run already has a cheatsheet for the same
-// split. Without an endpoint it learns nothing and says why.
-func LearnMemory(ctx context.Context, db string, m Model, n, from int, again bool, o Options) (Learning, error) {
+// from `from` on, and stores it in the run (see curate.LearnOffline): one
+// reflection per conversation on its trajectory, with the decisions of the
+// gated-reset operator under ac's gate and, as outcomes, the run's judge
+// verdicts of ac.OutcomePair (by default the first judged pair with an AC3
+// operator on one side), then one consolidation. With again it learns even
+// when the run already has a cheatsheet for the same split. Without an
+// endpoint it learns nothing and says why.
+func LearnMemory(ctx context.Context, db string, m Model, n, from int, again bool, ac AC3, o Options) (Learning, error) {
 	var res Learning
 	l, err := ledger.Open(ctx, db, ledger.Options{})
 	if err != nil {
@@ -94,6 +102,14 @@ func LearnMemory(ctx context.Context, db string, m Model, n, from int, again boo
 	}
 	if n <= 0 {
 		n = int(max(1, total/3))
+	}
+	plans, err := l.Plans(ctx)
+	if err != nil {
+		return res, err
+	}
+	pair, err := outcomePair(plans[judge.StageName], ac.OutcomePair)
+	if err != nil {
+		return res, err
 	}
 	client, err := m.client(ctx, l, nil, o.Progress)
 	if errors.Is(err, ErrNoEndpoint) {
@@ -110,12 +126,98 @@ func LearnMemory(ctx context.Context, db string, m Model, n, from int, again boo
 	r := &runner{opts: o}
 	meter := progress.Start(r.progress(), "memory", "conversations", min(int64(n), total))
 	defer meter.Stop()
-	res.LearnResult, err = curate.LearnOffline(ctx, an, l, curate.LearnOptions{
-		Conversations: n, From: from, Again: again,
+	opts := curate.LearnOptions{
+		Conversations: n, From: from, Again: again, Operator: curate.OpGatedReset,
 		OnConversation: func(u analyze.Usage) { meter.Add(1, 0); meter.AddCost(u.CostUSD) },
 		OnSkip: func(id string, err error) {
 			r.logf("memory learn: skipping conversation %s: %v\n", id, err)
 		},
-	})
+	}
+	if g, ok := ac.Gates[curate.OpGatedReset]; ok {
+		opts.Gate = &g
+	}
+	if pair.Name != "" {
+		opts.OutcomePair = pair.Name
+		opts.Outcomes = func(ctx context.Context, c *conv.Conversation) (curate.Outcomes, error) {
+			return judgedOutcomes(ctx, l, pair, c.ID)
+		}
+	}
+	res.LearnResult, err = curate.LearnOffline(ctx, an, l, opts)
 	return res, err
+}
+
+// outcomePair picks the judge variant whose verdicts are the outcomes
+// memory learning shows: the one named (a pair "A:B", or a judge variant
+// name), or the first pair with an AC3 operator on one side. None (a run
+// not judged yet) gives the zero Variant; a name the run has not judged is
+// an error.
+func outcomePair(vs []ledger.Variant, want string) (ledger.Variant, error) {
+	for _, v := range vs {
+		p, _, err := judge.ParseVariant(v.Name)
+		if err != nil {
+			continue
+		}
+		if want != "" && (v.Name == want || p.A+":"+p.B == want) {
+			return v, nil
+		}
+		if want == "" && (isOperator(p.A) || isOperator(p.B)) {
+			return v, nil
+		}
+	}
+	if want != "" {
+		return ledger.Variant{}, fmt.Errorf("memory outcome pair %q: the run has no judgments of it", want)
+	}
+	return ledger.Variant{}, nil
+}
+
+func isOperator(strategy string) bool {
+	name, _, _ := strings.Cut(strategy, "+")
+	switch name {
+	case curate.OpAugment, curate.OpReset, curate.OpGatedReset, curate.OpRewrite:
+		return true
+	}
+	return false
+}
+
+// judgedOutcomes reads the quality verdicts of judge variant v on
+// conversation convID: one line per judged turn, from the operator's side
+// of the pair, and a count of them.
+func judgedOutcomes(ctx context.Context, l *ledger.Ledger, v ledger.Variant, convID string) (curate.Outcomes, error) {
+	out := curate.Outcomes{ByTurn: map[int]string{}}
+	p, _, err := judge.ParseVariant(v.Name)
+	if err != nil {
+		return out, err
+	}
+	side, other := p.A, p.B
+	if !isOperator(side) && isOperator(other) {
+		side, other = other, side
+	}
+	us, err := l.ConversationUnits(ctx, judge.StageName, convID, 0)
+	if err != nil {
+		return out, err
+	}
+	var won, lost, tied int
+	for _, u := range us {
+		if u.Variant != v.Name || u.Version != v.Version || u.Status != ledger.Done {
+			continue
+		}
+		share, ok := judge.ShareWon(u.Output, p, side, judge.Quality)
+		if !ok {
+			continue
+		}
+		verdict := "tie"
+		switch {
+		case share > 0.5:
+			verdict, won = "won", won+1
+		case share < 0.5:
+			verdict, lost = "lost", lost+1
+		default:
+			tied++
+		}
+		out.ByTurn[u.Turn] = fmt.Sprintf("judge on quality: %s's reply %s against %s's", side, verdict, other)
+	}
+	if n := won + lost + tied; n > 0 {
+		out.Summary = fmt.Sprintf("%s against %s, judged on quality at %d turns: won %d, lost %d, tied %d", side, other, n, won, lost, tied)
+	}
+	return out, nil
 }

@@ -25,7 +25,17 @@ func (s AC3) check() error {
 	if _, err := analyze.ParseAblation(string(s.Ablation)); err != nil {
 		return err
 	}
-	return nil
+	if err := s.AO.Validate(); err != nil {
+		return err
+	}
+	if _, err := curate.ParseResetTemplate(string(s.ResetTemplate)); err != nil {
+		return err
+	}
+	if _, err := analyze.ParseRewriteVariant(string(s.Rewrite)); err != nil {
+		return err
+	}
+	_, err := curate.ParseReplay(string(s.Replay))
+	return err
 }
 
 // curateBuild is what building the curate stage gave.
@@ -33,6 +43,7 @@ type curateBuild struct {
 	stage  pipeline.Stage // nil when no strategy is left to run
 	model  bool           // some strategy calls the analyzer
 	online *curate.OnlineMemory
+	split  curate.MemorySplit // the offline memory's learning split (zero without one)
 }
 
 // curateEnv is what building the curate stage reads: the run (nil in a dry
@@ -78,7 +89,10 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 	if err != nil {
 		return b, err
 	}
-	opts := curate.Options{Gates: c.AC3.Gates, Adaptive: c.AC3.Adaptive}
+	opts := curate.Options{
+		Gates: c.AC3.Gates, Adaptive: c.AC3.Adaptive, AO: c.AC3.AO,
+		ResetTemplate: c.AC3.ResetTemplate, Rewrite: c.AC3.Rewrite, Replay: c.AC3.Replay,
+	}
 	skip := map[string]string{}
 	var modelSpecs []string
 	for _, sp := range specs {
@@ -103,7 +117,7 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 		}
 	}
 	opts.Units = e.units
-	if err := c.runInputs(ctx, e, &opts); err != nil {
+	if err := c.runInputs(ctx, e, &opts, &b.split); err != nil {
 		return b, err
 	}
 	c.skipMissingUpstream(e, specs, &opts, skip)
@@ -139,13 +153,19 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 		return b, nil
 	}
 	b.online = nil
-	b.stage = curate.NewStage(strategies, counter, c.FromTurn)
+	st := curate.NewStage(strategies, counter, c.FromTurn)
+	if b.split.Excluded {
+		st.WithLearningSplit(b.split.LastSeq)
+		e.logf("curate: offline memory %s: the %d conversations it was learned on (seq <= %d) are left out of the strategies that use it and of the report (stages.curate.memory.include_learning: true keeps them)\n",
+			b.split.Hash, b.split.Conversations, b.split.LastSeq)
+	}
+	b.stage = st
 	return b, nil
 }
 
 // runInputs loads what the strategies read from the run: the offline
 // cheatsheet and the fitted adaptive policy.
-func (c *Curate) runInputs(ctx context.Context, e curateEnv, opts *curate.Options) error {
+func (c *Curate) runInputs(ctx context.Context, e curateEnv, opts *curate.Options, split *curate.MemorySplit) error {
 	if e.l == nil {
 		return nil
 	}
@@ -158,6 +178,7 @@ func (c *Curate) runInputs(ctx context.Context, e curateEnv, opts *curate.Option
 			return errors.New("memory regime offline: this run has no learned cheatsheet; run 'ac3 memory learn' first")
 		}
 		opts.Memory = m.Memory()
+		*split = curate.SplitOf(m, c.AC3.IncludeLearning)
 	}
 	if c.AC3.Adaptive.Policy == curate.PolicyScored {
 		var err error
@@ -221,6 +242,13 @@ func (r *runner) curate(ctx context.Context) (bool, error) {
 	b, err := c.build(ctx, e)
 	if err != nil || b.stage == nil {
 		return err == nil, err
+	}
+	if b.split.Hash != "" {
+		// Recorded before curating, so a report of a run stopped part way
+		// already knows which conversations to leave out.
+		if err := curate.SaveMemorySplit(ctx, r.l, b.split); err != nil {
+			return false, err
+		}
 	}
 	workers := c.Workers
 	if b.online != nil {

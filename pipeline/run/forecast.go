@@ -179,6 +179,9 @@ func (e *forecaster) build(ctx context.Context) error {
 		default:
 			add("curate", b.stage, "")
 			e.ac3 = b.model
+			if b.split.Excluded {
+				fmt.Fprintf(&e.notes, "curate: the forecast counts the offline memory's learning conversations too (an upper bound)\n")
+			}
 			if b.online != nil {
 				fmt.Fprintf(&e.notes, "curate: online memory %s: conversations are curated one at a time in ingest order; every turn from %d is analyzed, plus one reflection and one unify call per conversation\n", b.online.Chain().ID, b.online.Chain().From)
 			}

@@ -157,6 +157,26 @@ type AC3 struct {
 	// heuristic, from the stage's current plan.
 	ConstraintsVariant, ClassifyVariant string
 	Retries                             int // analyzer re-asks after a malformed answer
+	// AO is ao's placeholder and system note (adaptive's too); the zero
+	// value gives ours, curate.HuangAO() Huang et al.'s.
+	AO curate.AOOptions
+	// ResetTemplate is the form reset and gated-reset give the history
+	// they replace (curate.ResetAC3 when "", or curate.ResetWildChat).
+	ResetTemplate curate.ResetTemplate
+	// Rewrite is the rewrite operator's prompt (analyze.RewriteAC3 when
+	// "", or analyze.RewritePaper).
+	Rewrite analyze.RewriteVariant
+	// Replay is how the operators that remove content build later turns
+	// (curate.ReplayContinue when "", or curate.ReplayPrefix).
+	Replay curate.Replay
+	// IncludeLearning keeps, with the offline memory, the conversations the
+	// cheatsheet was learned on in curation and the report (by default
+	// they are left out: results on them would flatter the memory).
+	IncludeLearning bool
+	// OutcomePair is the judge pair whose verdicts LearnMemory shows the
+	// reflections as outcomes ("": the first judged pair of an AC3
+	// operator).
+	OutcomePair string
 }
 
 // Respond generates the next assistant turn from curated contexts.

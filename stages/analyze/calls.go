@@ -120,21 +120,85 @@ type TurnAnalysis struct {
 	Analysis
 }
 
-// Reflect turns one conversation's analysis trajectory into transferable
-// takeaways, given the current cheatsheet ("" when there is none).
-func (a *Analyzer) Reflect(ctx context.Context, turns []TurnAnalysis, cheatsheet string) (string, Usage, error) {
+// Step is one turn of a trajectory as reflection sees it: the user's
+// message, the analysis made before it was answered, the operator's
+// decision, what came of the answer, and the assistant's logged reply.
+type Step struct {
+	TurnAnalysis
+	User  string // u_t
+	Reply string // the logged a_t ("" when the conversation has none)
+	// Edit is the operator's decision at this turn: true when it replaced
+	// the history (EDIT), false when it left it (NO EDIT).
+	Edit bool
+	// Outcome says how the answer given at this turn fared, e.g. a judge's
+	// verdict; "" when not known.
+	Outcome string
+}
+
+// Trajectory is one conversation's steps in turn order and, when known,
+// its outcome as a whole (a summary of the judge's verdicts, a grader's
+// score).
+type Trajectory struct {
+	Steps   []Step
+	Outcome string
+}
+
+// Steps builds the steps of conversation c from its turn analyses: the
+// user message and logged reply of each turn, cut to MaxStepChars, and the
+// decision edit gives (nil: NO EDIT everywhere). Outcomes are left empty.
+func Steps(c *conv.Conversation, turns []TurnAnalysis, edit func(TurnAnalysis) bool) []Step {
+	byTurn := map[int]conv.Turn{}
+	for _, tr := range c.Turns() {
+		byTurn[tr.Index] = tr
+	}
+	out := make([]Step, 0, len(turns))
+	for _, ta := range turns {
+		st := Step{TurnAnalysis: ta}
+		if tr, ok := byTurn[ta.Turn]; ok {
+			st.User = clip(c.Messages[tr.User].Content, MaxStepChars)
+			if tr.Reply >= 0 {
+				st.Reply = clip(c.Messages[tr.Reply].Content, MaxStepChars)
+			}
+		}
+		if edit != nil {
+			st.Edit = edit(ta)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// MaxStepChars bounds each message a reflection is shown, so one long
+// paste cannot crowd out the rest of the trajectory.
+const MaxStepChars = 4000
+
+// clip keeps the first n runes of s and says how much it cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + fmt.Sprintf("\n[... %d more characters not shown]", len(r)-n)
+}
+
+// Reflect turns one conversation's trajectory into transferable takeaways.
+// cheatsheet is the current one for an update in place (the online
+// regime), or "" for an individual reflection (the offline regime, which
+// consolidates all of them at once; see Consolidate).
+func (a *Analyzer) Reflect(ctx context.Context, tr Trajectory, cheatsheet string) (string, Usage, error) {
 	var use Usage
-	parts := []string{cheatsheet}
-	for _, t := range turns {
-		parts = append(parts, t.Spec, t.Aligned, t.Issues)
+	parts := []string{cheatsheet, tr.Outcome}
+	for _, t := range tr.Steps {
+		parts = append(parts, t.Spec, t.Aligned, t.Issues, t.User, t.Reply, t.Outcome)
 	}
 	tg := parse.NewTagger(parts...)
 	ans := a.answer(takeawaysForm(), tg)
 	data := struct {
-		Turns      []TurnAnalysis
+		Steps      []Step
+		Outcome    string
 		Cheatsheet string
 		T          parse.Answer
-	}{turns, cheatsheet, ans}
+	}{tr.Steps, tr.Outcome, cheatsheet, ans}
 	out, err := a.call(ctx, "memory", a.p.reflect, data, ans, 0, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("reflecting on a conversation: %w", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
 )
@@ -17,48 +19,34 @@ func MemoryHash(cheatsheet string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// Learn updates a cheatsheet with one conversation: it analyzes every turn
-// t >= from (step 2 given the current cheatsheet, as it would be during
-// curation), reflects on that trajectory, and merges the takeaways in. It
-// returns the new cheatsheet; a conversation with no turn to analyze leaves
-// it unchanged.
-//
-// Feeding conversations to Learn in a fixed order (ingest order) makes the
-// result deterministic: every request depends only on the conversation and
-// the cheatsheet before it, and the run's cache answers repeated requests, so
-// learning again after an interruption replays what was done at no cost.
-func (a *Analyzer) Learn(ctx context.Context, c *conv.Conversation, from int, cheatsheet string) (string, Usage, error) {
+// Trace analyzes every turn t >= from of c with cheatsheet given to step 2
+// (as curation would) and returns the trajectory reflection reads: each
+// turn's user message, analysis, the decision edit makes of it (nil: NO
+// EDIT everywhere) and the logged reply. Outcomes are the caller's to fill
+// in. A conversation with no turn from `from` on gives no steps.
+func (a *Analyzer) Trace(ctx context.Context, c *conv.Conversation, from int, cheatsheet string, edit func(TurnAnalysis) bool) (Trajectory, Usage, error) {
 	var use Usage
 	if from < 1 {
 		from = 1
 	}
-	var traj []TurnAnalysis
+	var turns []TurnAnalysis
 	for t := from; t <= c.UserTurns(); t++ {
 		an, u, err := a.Analyze(ctx, c, t, cheatsheet, 0)
 		use.Add(u)
 		if err != nil {
-			return cheatsheet, use, err
+			return Trajectory{}, use, err
 		}
-		traj = append(traj, TurnAnalysis{Turn: t, Analysis: an})
+		turns = append(turns, TurnAnalysis{Turn: t, Analysis: an})
 	}
-	if len(traj) == 0 {
-		return cheatsheet, use, nil
-	}
-	next, _, u, err := a.Absorb(ctx, traj, cheatsheet)
-	use.Add(u)
-	if err != nil {
-		return cheatsheet, use, err
-	}
-	return next, use, nil
+	return Trajectory{Steps: Steps(c, turns, edit)}, use, nil
 }
 
-// Absorb is the memory's update from one conversation's analysis trajectory:
-// Reflect turns it into takeaways and Unify merges them into cheatsheet. It
-// returns the new cheatsheet (at most MaxCheatsheetWords words) and the
-// takeaways. Learn (offline) and the online regime in stages/curate both
-// update the cheatsheet through it, so the two regimes learn alike.
-func (a *Analyzer) Absorb(ctx context.Context, traj []TurnAnalysis, cheatsheet string) (next, takeaways string, use Usage, err error) {
-	takeaways, u, err := a.Reflect(ctx, traj, cheatsheet)
+// Absorb is the online memory's update from one conversation's trajectory:
+// Reflect (given the current cheatsheet, so it does not repeat it) turns
+// it into takeaways and Unify merges them into cheatsheet. It returns the
+// new cheatsheet (at most MaxCheatsheetWords words) and the takeaways.
+func (a *Analyzer) Absorb(ctx context.Context, tr Trajectory, cheatsheet string) (next, takeaways string, use Usage, err error) {
+	takeaways, u, err := a.Reflect(ctx, tr, cheatsheet)
 	use.Add(u)
 	if err != nil {
 		return cheatsheet, "", use, err
@@ -69,4 +57,33 @@ func (a *Analyzer) Absorb(ctx context.Context, traj []TurnAnalysis, cheatsheet s
 		return cheatsheet, takeaways, use, err
 	}
 	return next, takeaways, use, nil
+}
+
+// MaxConsolidationWords bounds the takeaways one consolidation reads; a
+// learning split whose reflections say more must be made smaller.
+const MaxConsolidationWords = 60000
+
+// Consolidate is the offline memory's one consolidation: the takeaways of
+// every individual reflection (Reflect with no cheatsheet), in order,
+// merged by one Unify call into a cheatsheet of at most MaxCheatsheetWords
+// words. Empty takeaways are left out; none at all gives "".
+func (a *Analyzer) Consolidate(ctx context.Context, takeaways []string) (string, Usage, error) {
+	var b strings.Builder
+	n, words := 0, 0
+	for _, tk := range takeaways {
+		tk = strings.TrimSpace(tk)
+		if tk == "" {
+			continue
+		}
+		n++
+		words += len(strings.Fields(tk))
+		fmt.Fprintf(&b, "From conversation %d:\n%s\n\n", n, tk)
+	}
+	if n == 0 {
+		return "", Usage{}, nil
+	}
+	if words > MaxConsolidationWords {
+		return "", Usage{}, fmt.Errorf("consolidating the cheatsheet: the %d reflections hold %d words, more than one consolidation reads (%d): learn on fewer conversations", n, words, MaxConsolidationWords)
+	}
+	return a.Unify(ctx, "", strings.TrimSpace(b.String()))
 }

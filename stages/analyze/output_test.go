@@ -43,7 +43,7 @@ func outcome(t *testing.T, a *analyze.Analyzer) map[string]string {
 	if got["summary"], _, err = a.Summarize(timeout(t), c.Messages[0].Content, c.Messages[1].Content, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got["takeaways"], _, err = a.Reflect(timeout(t), []analyze.TurnAnalysis{{Turn: 3, Analysis: an}}, ""); err != nil {
+	if got["takeaways"], _, err = a.Reflect(timeout(t), analyze.Trajectory{Steps: []analyze.Step{{TurnAnalysis: analyze.TurnAnalysis{Turn: 3, Analysis: an}, User: "u", Edit: true}}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got["cheatsheet"], _, err = a.Unify(timeout(t), "", got["takeaways"]); err != nil {

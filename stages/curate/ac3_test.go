@@ -353,38 +353,6 @@ func TestAdaptiveOmitsOnNewAsk(t *testing.T) {
 	}
 }
 
-func TestFitPolicyAndScore(t *testing.T) {
-	var ex []curate.PolicyExample
-	for i := range 60 {
-		f := curate.TurnFeatures{Turn: 2 + i%5, FCTokens: 1000 + 10*i, AOTokens: 300, AsstTokens: 700 + 10*i, TurnType: []string{"new_ask", "feedback", "no_feedback"}[i%3]}
-		win := 1.0
-		if f.TurnType == "new_ask" {
-			win = 0
-		}
-		ex = append(ex, curate.PolicyExample{TurnFeatures: f, FCWins: win})
-	}
-	p, err := curate.FitPolicy(ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, _ := curate.FitPolicy(ex)
-	if p.Hash() != again.Hash() {
-		t.Error("fitting is not deterministic")
-	}
-	na := p.PFCWins(curate.TurnFeatures{Turn: 3, FCTokens: 1200, AOTokens: 300, AsstTokens: 900, TurnType: "new_ask"})
-	fb := p.PFCWins(curate.TurnFeatures{Turn: 3, FCTokens: 1200, AOTokens: 300, AsstTokens: 900, TurnType: "feedback"})
-	if na >= 0.5 || fb <= 0.5 {
-		t.Errorf("P(fc wins): new_ask %.2f, feedback %.2f", na, fb)
-	}
-	b, _ := json.Marshal(p)
-	if _, err := curate.DecodePolicy(b); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := curate.FitPolicy(ex[:5]); err == nil {
-		t.Error("fit accepted too few examples")
-	}
-}
-
 func TestStageRecordsAFailedTurnAndStops(t *testing.T) {
 	f := newFixture(t, analyzetest.Script{Wrap: func(kind, ans string) string {
 		if kind == analyzetest.KindEvaluate && strings.Contains(ans, "turn 4") {

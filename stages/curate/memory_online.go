@@ -368,7 +368,11 @@ func (m *OnlineMemory) learn(ctx context.Context, c *conv.Conversation, before o
 		st.Skipped = fmt.Sprintf("no user turn from %d on", m.from)
 		return before.text, st, nil
 	}
-	next, takeaways, u, err := m.an.Absorb(ctx, traj, before.text)
+	// Online, the turns are not judged yet: the trajectory has the
+	// messages, the analyses and the decision of an operator that edits
+	// when issues are found (reset, rewrite), without outcomes.
+	tr := analyze.Trajectory{Steps: analyze.Steps(c, traj, Decider(OpReset, Gate{})), Outcome: "not judged yet (online memory learns while curating)"}
+	next, takeaways, u, err := m.an.Absorb(ctx, tr, before.text)
 	st.Usage.Add(u)
 	st.Takeaways = takeaways
 	if err != nil {

@@ -237,6 +237,32 @@ func TestOnlineMemoryIsDeterministicAcrossAnInterruptedRun(t *testing.T) {
 	}
 	chain := stA.Memory().Chain().ID
 	stepsA, textsA := chainOf(t, la, chain, seqs)
+	// Each reflection saw its conversation's trajectory: the messages, the
+	// analyses and the decision at each turn (EDIT where the analysis found
+	// issues, turn 3 here), with no outcome yet.
+	reflects, edits := 0, 0
+	for _, c := range srvA.Calls() {
+		if analyzetest.Kind(c.Request) != analyzetest.KindReflect {
+			continue
+		}
+		reflects++
+		last := c.Request.Last()
+		for _, want := range []string{"<user_message>", "<assistant_reply>", "<turn t=\"2\">", "Decision: NO EDIT", "not judged yet"} {
+			if !strings.Contains(last, want) {
+				t.Errorf("an online reflection lacks %q:\n%s", want, last)
+				break
+			}
+		}
+		if strings.Contains(last, "<turn t=\"3\">") {
+			edits++
+			if !strings.Contains(last, "problem at turn 3\n</review>\nDecision: EDIT") {
+				t.Errorf("turn 3 found issues but the reflection does not show an EDIT there:\n%s", last)
+			}
+		}
+	}
+	if reflects != len(seqs) || edits == 0 {
+		t.Errorf("%d reflections for %d conversations, %d with turn 3", reflects, len(seqs), edits)
+	}
 
 	// Run B: killed after the second conversation's memory step was stored
 	// but before its units were committed, then resumed by a new process.

@@ -15,7 +15,7 @@ import (
 const MetaPolicy = "ac3.policy"
 
 // LoadPolicy reads the run's fitted policy; nil when it has none.
-func LoadPolicy(ctx context.Context, store MetaStore) (*Policy, error) {
+func LoadPolicy(ctx context.Context, store MetaReader) (*Policy, error) {
 	raw, ok, err := store.Meta(ctx, MetaPolicy)
 	if err != nil || !ok {
 		return nil, err
@@ -28,7 +28,8 @@ func LoadPolicy(ctx context.Context, store MetaStore) (*Policy, error) {
 var ErrTooFewJudged = errors.New("too few judged fc-vs-ao turns")
 
 // JudgedTurn is one turn the run's judge compared fc with ao on: the share
-// of its comparisons fc won (a tie counts half).
+// of its comparisons fc won (a tie counts half; FitPolicy turns the share
+// into a win, a loss or a tie).
 type JudgedTurn struct {
 	Conv   string
 	Turn   int
@@ -44,11 +45,11 @@ type PolicyStore interface {
 }
 
 // FitRunPolicy fits the scored policy on judged turns of the run (see
-// FitPolicy) and stores it under MetaPolicy. Features are computed as
+// FitPolicy, with o) and stores it under MetaPolicy. Features are computed as
 // adaptive computes them while curating, with counter; classify names the
 // classify variant whose turn types and references become features (zero
 // when the run has none: those features are then zero).
-func FitRunPolicy(ctx context.Context, store PolicyStore, judged []JudgedTurn, classify Upstream, counter *tokens.Counter) (Policy, error) {
+func FitRunPolicy(ctx context.Context, store PolicyStore, judged []JudgedTurn, classify Upstream, counter *tokens.Counter, o PolicyFitOptions) (Policy, error) {
 	if len(judged) < MinPolicyExamples {
 		return Policy{}, fmt.Errorf("fitting the adaptive policy: %w: %d, need at least %d", ErrTooFewJudged, len(judged), MinPolicyExamples)
 	}
@@ -84,9 +85,9 @@ func FitRunPolicy(ctx context.Context, store PolicyStore, judged []JudgedTurn, c
 		if err != nil {
 			continue
 		}
-		ex = append(ex, PolicyExample{TurnFeatures: f, FCWins: j.FCWins})
+		ex = append(ex, PolicyExample{Conv: j.Conv, TurnFeatures: f, FCWins: j.FCWins})
 	}
-	p, err := FitPolicy(ex)
+	p, err := FitPolicy(ex, o)
 	if err != nil {
 		return Policy{}, err
 	}

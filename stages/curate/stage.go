@@ -23,6 +23,9 @@ type Stage struct {
 	counter *tokens.Counter
 	from    int
 	last    int // only the last `last` user turns of each conversation; 0 for all
+	// learnedUpTo is the offline cheatsheet's learning split (seq <= it),
+	// which the strategies using it leave out; 0 for none.
+	learnedUpTo int64
 }
 
 // NewStage returns the stage for strategies, counting tokens with counter and
@@ -66,7 +69,7 @@ func (s *Stage) Variants() []pipeline.Variant {
 	out := make([]pipeline.Variant, len(s.order))
 	last := pipeline.Turns{Last: s.last}.Tag()
 	for i, st := range s.order {
-		out[i] = pipeline.Variant{Name: st.Name(), Version: fmt.Sprintf("%s;enc=%s;from=%d%s", st.Version(), s.counter.Encoding(), s.from, last)}
+		out[i] = pipeline.Variant{Name: st.Name(), Version: fmt.Sprintf("%s;enc=%s;from=%d%s%s", st.Version(), s.counter.Encoding(), s.from, last, s.splitTag(st))}
 	}
 	return out
 }
@@ -118,6 +121,10 @@ func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache
 		st, ok := s.byName[v.Name]
 		if !ok {
 			return nil, fmt.Errorf("curating %s: no strategy %q", t.Conv.ID, v.Name)
+		}
+		if s.excluded(st, t.Seq) {
+			out = append(out, pipeline.Result{Variant: v})
+			continue
 		}
 		ctxs, err := st.Contexts(ctx, t.Conv, from, tc)
 		var te *TurnError

@@ -10,6 +10,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -519,10 +520,17 @@ func cmpOr[T comparable](v, def T) T {
 //	augment: {warmup: 3}
 //	adaptive: {policy: scored, lambda: 0.1, tau: 0.5}
 //	memory: {regime: offline}   # or online; off by default
+//	memory: {regime: offline, include_learning: false, outcome_pair: gated-reset:ao}
 //	constraints: {variant: llm}
 //	classify: {variant: heuristic}
 //	analyzer_retries: 2
 //	ablation: contagious-extractor   # research only
+//	ao: {placeholder: "[Response provided]", note: "..."}
+//	reset_template: wildchat         # or ac3 (the default)
+//	rewrite_variant: paper           # or ac3 (the default)
+//	replay: prefix                   # or continue (the default)
+//
+// The last four are in fidelity.go.
 type ac3Config struct {
 	GatedReset, Reset, Rewrite *struct {
 		Floor *int `yaml:"floor"`
@@ -537,13 +545,16 @@ type ac3Config struct {
 		Tau    *float64 `yaml:"tau"`
 	}
 	Memory *struct {
-		Regime string `yaml:"regime"`
+		Regime          string `yaml:"regime"`
+		IncludeLearning bool   `yaml:"include_learning"`
+		OutcomePair     string `yaml:"outcome_pair"`
 	}
 	Constraints, Classify *struct {
 		Variant string `yaml:"variant"`
 	}
 	AnalyzerRetries int
 	Ablation        string
+	fidelityConfig
 }
 
 // AC3 reads stages.curate's AC3 keys (the defaults without a config).
@@ -558,10 +569,11 @@ func (cfg *File) AC3() (run.AC3, error) {
 		"adaptive": &ac.Adaptive, "memory": &ac.Memory, "constraints": &ac.Constraints, "classify": &ac.Classify,
 		"analyzer_retries": &ac.AnalyzerRetries, "ablation": &ac.Ablation,
 	}
+	ac.fidelityConfig.keys(known)
 	for k, node := range cfg.Stages.Curate.Extra {
 		dst, ok := known[k]
 		if !ok {
-			return s, fmt.Errorf("stages.curate.%s: unknown setting (known: gated_reset, reset, rewrite, augment, adaptive, memory, constraints, classify, analyzer_retries, ablation)", k)
+			return s, fmt.Errorf("stages.curate.%s: unknown setting (known: %s)", k, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 		}
 		if err := node.Decode(dst); err != nil {
 			return s, fmt.Errorf("stages.curate.%s: %w", k, err)
@@ -584,8 +596,9 @@ func (cfg *File) AC3() (run.AC3, error) {
 	if a := ac.Adaptive; a != nil {
 		s.Adaptive.Policy, s.Adaptive.Lambda, s.Adaptive.Tau = a.Policy, deref(a.Lambda, 0), deref(a.Tau, 0)
 	}
-	if ac.Memory != nil && ac.Memory.Regime != "" {
-		s.Memory = ac.Memory.Regime
+	if ac.Memory != nil {
+		s.Memory = cmpOr(ac.Memory.Regime, s.Memory)
+		s.IncludeLearning, s.OutcomePair = ac.Memory.IncludeLearning, ac.Memory.OutcomePair
 	}
 	if ac.Constraints != nil {
 		s.ConstraintsVariant = ac.Constraints.Variant
@@ -599,6 +612,9 @@ func (cfg *File) AC3() (run.AC3, error) {
 		return s, fmt.Errorf("stages.curate.ablation: %w", err)
 	}
 	s.Ablation = ab
+	if err := ac.fidelityConfig.apply(&s); err != nil {
+		return s, err
+	}
 	return s, CheckMemory(s.Memory)
 }
 
