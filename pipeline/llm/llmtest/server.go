@@ -37,6 +37,9 @@ type Options struct {
 	// arrives (see Arrival), for tests that read the log from a file or
 	// share it with another process. Write errors are ignored.
 	ArrivalLog io.Writer
+	// Batch configures the batch API (/v1/files, /v1/batches); SetBatch
+	// can change it later.
+	Batch BatchOptions
 }
 
 // KeyHeader is the request header in which ac3's client sends its cache key
@@ -269,6 +272,9 @@ type Call struct {
 	Rule   string    // name of the rule that answered, "" for the default, "chaos" for a chaos fault
 	Fault  FaultKind // fault injected, NoFault when answered normally
 	Status int       // status sent (0 for a reset or hang cut short)
+	// Batch is the id of the batch this request was a line of, "" for a
+	// request sent online.
+	Batch string
 }
 
 // Arrival is one line of Options.ArrivalLog.
@@ -299,6 +305,12 @@ type Server struct {
 	violations int
 	inflight   int
 	peak       int
+
+	batchOpts BatchOptions
+	files     map[string]*file
+	batches   map[string]*batchJob
+	order     []string // batch ids in creation order
+	nextID    int
 }
 
 // TB is the part of testing.TB a Server needs; *testing.T and *testing.B
@@ -321,10 +333,12 @@ func New(tb TB, opts Options) *Server {
 	if opts.Default.Content == "" {
 		opts.Default.Content = "ok"
 	}
-	s := &Server{opts: opts, closing: make(chan struct{}), chaos: opts.Chaos, seen: map[string]int{}, faulted: map[string]int{}}
+	s := &Server{opts: opts, closing: make(chan struct{}), chaos: opts.Chaos, seen: map[string]int{}, faulted: map[string]int{},
+		batchOpts: opts.Batch, files: map[string]*file{}, batches: map[string]*batchJob{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handle)
 	mux.HandleFunc("POST /chat/completions", s.handle)
+	s.routeBatch(mux)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
 	tb.Cleanup(s.Close)
@@ -432,13 +446,20 @@ func (s *Server) Reset() {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
-	now := time.Now()
 	body, _ := io.ReadAll(r.Body)
+	s.answer(w, r, body, r.Header.Get(KeyHeader), "")
+}
+
+// answer answers one chat request: one sent online (batch "") or one line
+// of a batch. A batch line neither counts against the rate limit nor
+// waits: latencies and holds do not apply, and a hang or reset comes back
+// as status 0.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, body []byte, key, batch string) int {
+	now := time.Now()
 	var req ChatRequest
 	_ = json.Unmarshal(body, &req)
 	_ = json.Unmarshal(body, &req.Fields)
 
-	key := r.Header.Get(KeyHeader)
 	id := key
 	if id == "" {
 		sum := sha256.Sum256(body)
@@ -452,10 +473,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.seen[id]++
 	nth := s.seen[id]
 	idx := len(s.calls)
-	s.calls = append(s.calls, Call{Time: now, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Request: req, Key: key, PromptHash: ph, Nth: nth})
-	s.arrivals = append(s.arrivals, now)
+	s.calls = append(s.calls, Call{Time: now, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Request: req, Key: key, PromptHash: ph, Nth: nth, Batch: batch})
 	overLimit := false
-	if s.opts.Limit > 0 {
+	if batch == "" {
+		s.arrivals = append(s.arrivals, now)
+	}
+	if s.opts.Limit > 0 && batch == "" {
 		n := 0
 		for i := len(s.arrivals) - 2; i >= 0 && now.Sub(s.arrivals[i]) < s.opts.Window; i-- {
 			n++
@@ -501,12 +524,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
-	status := s.respond(w, r, req, rule, overLimit)
+	status := s.respond(w, r, req, rule, overLimit, batch != "")
 	s.mu.Lock()
 	s.calls[idx].Status = status
 	s.calls[idx].End = time.Now()
 	s.inflight--
 	s.mu.Unlock()
+	return status
 }
 
 // promptHash hashes what a request asks: the model and the messages.
@@ -519,14 +543,18 @@ func promptHash(req ChatRequest) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit bool) int {
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit, batch bool) int {
+	wait := s.wait
+	if batch {
+		wait = func(*http.Request, time.Duration) bool { return true }
+	}
 	if s.opts.Key != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.Key {
 		return writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_api_key", nil)
 	}
 	if overLimit {
 		return writeError(w, http.StatusTooManyRequests, "Rate limit reached for requests (test server).", "rate_limit_exceeded", nil)
 	}
-	if rule != nil && rule.Hold != nil {
+	if rule != nil && rule.Hold != nil && !batch {
 		select {
 		case <-rule.Hold:
 		case <-r.Context().Done():
@@ -537,13 +565,16 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 	}
 	if rule != nil && rule.Fault.Kind != NoFault {
 		f := rule.Fault
-		if f.Kind != Hang && !s.wait(r, f.Latency) {
+		if f.Kind != Hang && !wait(r, f.Latency) {
 			return 0
 		}
 		switch f.Kind {
 		case Status:
 			return writeError(w, f.Status, f.Message, f.Code, f.Headers)
 		case Hang:
+			if batch {
+				return 0
+			}
 			limit := f.Latency
 			if limit <= 0 {
 				limit = time.Minute
@@ -551,6 +582,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			s.wait(r, limit)
 			return 0
 		case Reset:
+			if batch {
+				return 0
+			}
 			hj, ok := w.(http.Hijacker)
 			if !ok {
 				return 0
@@ -591,7 +625,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			reply = rule.Func(req)
 		}
 	}
-	if !s.wait(r, reply.Latency) {
+	if !wait(r, reply.Latency) {
 		return 0
 	}
 	for k, v := range reply.Headers {
