@@ -67,8 +67,8 @@ type batchJob struct {
 // BatchInfo is what Batches reports about one batch.
 type BatchInfo struct {
 	ID, InputFile, OutputFile, ErrorFile, Status string
-	Metadata                                    map[string]string
-	Total, Completed, Failed                    int
+	Metadata                                     map[string]string
+	Total, Completed, Failed                     int
 }
 
 // SetBatch replaces the batch options for batches created from now on and
