@@ -63,6 +63,8 @@ var allowed = map[string][]string{
 	"pipeline/tokens":            domain,
 	"io/record":                  domain,
 	"pipeline/ledger":            with(domain, "io/record", "pipeline/llm", "migrations"),
+	// batch drives an endpoint's batch API for the requests a run queued.
+	"pipeline/llm/batch": with(domain, "pipeline/llm", "pipeline/ledger"),
 
 	// Readers and writers, one package per format.
 	"io/jsonl":      with(domain, "io/record", "io/atomicfile", "io/compress"),

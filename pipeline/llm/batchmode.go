@@ -209,6 +209,16 @@ func (c *Client) BatchCost(endpoint string, u Usage) (float64, error) {
 	return ep.cfg.Price.ForBatch().Cost(u), nil
 }
 
+// EndpointNamed returns the configuration of the endpoint named name (with
+// defaults filled in).
+func (c *Client) EndpointNamed(name string) (Endpoint, bool) {
+	ep, ok := c.endpoints[name]
+	if !ok {
+		return Endpoint{}, false
+	}
+	return ep.cfg, true
+}
+
 // RemoteBatch is a batch as the endpoint's batch API reports it.
 type RemoteBatch struct {
 	ID, Status, InputFile, OutputFile, ErrorFile string
