@@ -111,7 +111,7 @@ var allowed = map[string][]string{
 
 	// The run library wires everything below into one call; the config
 	// file is read into its plan by a package of its own.
-	"pipeline/run":        with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress"),
+	"pipeline/run":        with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress", "pipeline/llm/batch"),
 	"pipeline/run/config": with(engine, stages, "judge", "judge/report", "pipeline/run"),
 
 	// The command line: flags, calls into the run library, printing. It

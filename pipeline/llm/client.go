@@ -378,13 +378,18 @@ func (c *Client) EstimatePrompt(msgs []conv.Message) int {
 }
 
 // EstimateCost estimates the dollar cost of a call by role with the given
-// token counts, at the price of the role's endpoint (for --dry-run).
+// token counts, at the price of the role's endpoint (for --dry-run): its
+// batch price when the role is in batch mode.
 func (c *Client) EstimateCost(role string, promptTokens, completionTokens int) (float64, error) {
 	ep, _, err := c.resolve(role)
 	if err != nil {
 		return 0, err
 	}
-	return EstimateCost(ep.cfg.Price, promptTokens, completionTokens), nil
+	price := ep.cfg.Price
+	if c.modeOf(role, ep) == ModeBatch {
+		price = price.ForBatch()
+	}
+	return EstimateCost(price, promptTokens, completionTokens), nil
 }
 
 // Call sends req and returns the answer.

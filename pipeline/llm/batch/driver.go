@@ -430,7 +430,7 @@ func (d *Driver) importLine(ctx context.Context, b ledger.Batch, r Result, st *I
 			}
 			return d.at("imported")
 		}
-		if !errors.Is(err, errMalformed) {
+		if !errors.Is(err, ErrMalformed) {
 			return err
 		}
 		r = Result{CustomID: r.CustomID, Status: 0, Code: "malformed_answer", Message: err.Error()}
@@ -443,17 +443,18 @@ func (d *Driver) importLine(ctx context.Context, b ledger.Batch, r Result, st *I
 	return nil
 }
 
-var errMalformed = errors.New("malformed answer")
+// ErrMalformed marks an answer line whose body is not a chat completion.
+var ErrMalformed = errors.New("malformed answer")
 
 // Import stores a 200 answer body for req (found in batch batchID, or 0
 // for a results file imported by hand) in the run's cache at the batch
 // price, exactly once. It reports false when the request was already
 // settled. A body that is not a chat completion is an error wrapping
-// errMalformed.
+// ErrMalformed.
 func Import(ctx context.Context, c *llm.Client, l *ledger.Ledger, batchID int64, req ledger.BatchRequest, body []byte) (bool, error) {
 	cr, err := llm.ParseCompletion(body)
 	if err != nil {
-		return false, fmt.Errorf("request %s: %w: %v", req.Key, errMalformed, err)
+		return false, fmt.Errorf("request %s: %w: %v", req.Key, ErrMalformed, err)
 	}
 	cost, err := c.BatchCost(req.Endpoint, cr.Usage)
 	if err != nil {

@@ -62,6 +62,7 @@ type File struct {
 	Stages        stagesConfig              `yaml:"stages"`
 	ReportSection map[string]any            `yaml:"report"`
 	Export        []exportSpec              `yaml:"export"`
+	Batch         batchConfig               `yaml:"batch"`
 }
 
 // stagesConfig holds each stage's settings; a stage runs in `ac3 run` when
@@ -97,6 +98,7 @@ type endpointConfig struct {
 	Timeout        string            `yaml:"timeout"`   // per attempt, e.g. 120s
 	MaxAttempts    int               `yaml:"max_attempts"`
 	Limits         limitsConfig      `yaml:"limits"`
+	Mode           string            `yaml:"mode"` // online (default) or batch
 }
 
 type limitsConfig struct {
@@ -114,6 +116,7 @@ type modelConfig struct {
 		Input  float64 `yaml:"input"`
 		Cached float64 `yaml:"cached"`
 		Output float64 `yaml:"output"`
+		Batch  float64 `yaml:"batch"` // share of the price a batch request pays; default 0.5
 	} `yaml:"price"`
 	Limits *limitsConfig `yaml:"limits"`
 }
@@ -130,6 +133,7 @@ type roleConfig struct {
 	ReasoningEffort string         `yaml:"reasoning_effort"`
 	Extra           map[string]any `yaml:"extra"`
 	Samples         int            `yaml:"samples"`
+	Mode            string         `yaml:"mode"` // online or batch; default the endpoint's
 }
 
 type exportSpec struct {
@@ -205,6 +209,9 @@ func (c *File) validate() error {
 		if _, ok := c.Models[r.Model]; !ok {
 			return fmt.Errorf("roles.%s.model: no model named %q under models", name, r.Model)
 		}
+	}
+	if err := c.validateBatch(); err != nil {
+		return err
 	}
 	for name, ep := range c.Endpoints {
 		if ep.BaseURL == "" {
@@ -663,7 +670,8 @@ func Model(cfg *File, getenv func(string) string, noCache bool, budget float64) 
 			Headers: ec.Headers, Query: ec.Query, Model: cmpOr(mc.Name, name), MaxTokensField: ec.MaxTokensField,
 			JSONMode: llm.JSONMode(ec.JSONMode), MaxAttempts: ec.MaxAttempts,
 			Limits: llm.Limits{Concurrency: lim.Concurrency, RPM: lim.RPM, TPM: lim.TPM},
-			Price:  llm.Price{Input: mc.Price.Input, CachedInput: mc.Price.Cached, Output: mc.Price.Output},
+			Price:  llm.Price{Input: mc.Price.Input, CachedInput: mc.Price.Cached, Output: mc.Price.Output, Batch: mc.Price.Batch},
+			Mode:   mode(ec.Mode),
 		}
 		if ec.APIKeyEnv != "" {
 			ep.APIKey = llm.Secret(getenv(ec.APIKeyEnv))
@@ -675,8 +683,9 @@ func Model(cfg *File, getenv func(string) string, noCache bool, budget float64) 
 		opts.Roles[name] = llm.RoleBinding{Endpoint: r.Model, Params: llm.Params{
 			Temperature: r.Temperature, TopP: r.TopP, MaxTokens: r.MaxTokens, Seed: r.Seed,
 			Stop: r.Stop, ReasoningEffort: r.ReasoningEffort, Extra: r.Extra,
-		}}
+		}, Mode: mode(r.Mode)}
 	}
 	m.Options = opts
+	m.Batch = cfg.Batch.settings()
 	return m
 }
