@@ -52,6 +52,7 @@ Examples:
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Required: true, Usage: "the run's config file"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan, the work left and its cost; change nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "with --dry-run, print the plan as JSON"},
+			&cli.BoolFlag{Name: "batch", Usage: "send every role's requests through the endpoints' batch API (half price, answers within 24h; see ac3 batch)"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := config.Load(c.String("config"), e.getenv)
@@ -62,6 +63,7 @@ Examples:
 			if err != nil {
 				return err
 			}
+			plan.Model = config.WithBatch(plan.Model, c.Bool("batch"))
 			if c.Bool("dry-run") {
 				return dryRun(c, e, plan, notes)
 			}
