@@ -119,6 +119,7 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 	if sum.Deferred > 0 {
 		sum.Stopped = true // tasks still wait for batch answers
 	}
+	res.Done, res.Failed, res.Units, res.Previous = sum.Done, sum.Failed, sum.Units, sum.Previous
 	if s.perConversation {
 		r.logf("%s: %d conversations done, %d with failed units, %d units (%d conversations recorded before)\n", s.label, sum.Done, sum.Failed, sum.Units, sum.Previous)
 	} else {
