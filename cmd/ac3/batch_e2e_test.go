@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ac3/ac3/pipeline/llm/batch"
+	"github.com/ac3/ac3/pipeline/llm/llmtest"
 )
 
 // TestEndToEndBatchMatchesOnline runs the e2e config with every role in
@@ -118,4 +124,107 @@ func cutSections(b []byte, mark string, titles ...string) []byte {
 		}
 	}
 	return []byte(out)
+}
+
+// answerFile answers every line of a batch input file through srv's online
+// endpoint, as vllm run_batch would, and writes the results file.
+func answerFile(t *testing.T, srv *llmtest.Server, in, out string) int {
+	t.Helper()
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var res bytes.Buffer
+	n := 0
+	err = batch.ReadInput(f, func(_ int, l batch.InputLine) error {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/chat/completions", bytes.NewReader(l.Body))
+		req.Header.Set(llmtest.KeyHeader, l.CustomID)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		line, _ := json.Marshal(map[string]any{"id": fmt.Sprint("r", n), "custom_id": l.CustomID,
+			"response": map[string]any{"status_code": resp.StatusCode, "body": json.RawMessage(body)}, "error": nil})
+		res.Write(append(line, '\n'))
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, res.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestBatchFilesExportImport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	srv := startScripted(t)
+	dir := t.TempDir()
+	cfg := e2eConfig(t, dir, "5")
+	raw, _ := os.ReadFile(cfg)
+	if err := os.WriteFile(cfg, append(raw, []byte("\nbatch:\n  files: true\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"AC3_E2E_BASE_URL": srv.URL}
+	db := filepath.Join(dir, "e2e.db")
+	out, err := runAppEnv(t, vars, "run", "--batch", "--config", cfg)
+	if code := exitCode(err); code != exitStopped || !strings.Contains(out, "ac3 batch export") {
+		t.Fatalf("ac3 run with batch files: exit %d (%v), want %d\n%s", code, err, exitStopped, out)
+	}
+	if srv.Count() != 0 {
+		t.Fatalf("%d requests sent; batch files send nothing", srv.Count())
+	}
+	reqs := filepath.Join(dir, "requests.jsonl")
+	if out, err := runAppEnv(t, vars, "batch", "export", "--db", db, "--stage", "no-such-stage", "--out", reqs); err != nil || !strings.Contains(out, "wrote 0 requests") {
+		t.Fatalf("export of another stage: %v\n%s", err, out)
+	}
+	if out, err := runAppEnv(t, vars, "batch", "export", "--db", db, "--out", reqs); err != nil || strings.Contains(out, "wrote 0 requests") {
+		t.Fatalf("export: %v\n%s", err, out)
+	}
+	results := filepath.Join(dir, "results.jsonl")
+	n := answerFile(t, srv, reqs, results)
+
+	// A results file for another run: none of its ids are this run's.
+	foreign := filepath.Join(dir, "foreign.jsonl")
+	_ = os.WriteFile(foreign, []byte(`{"custom_id":"0000","response":{"status_code":200,"body":{"choices":[{"message":{"content":"x"}}]}}}`+"\n"), 0o644)
+	if out, err := runAppEnv(t, vars, "batch", "import", "--db", db, "--config", cfg, foreign); err == nil || !strings.Contains(err.Error(), "another run or another prompt version") {
+		t.Fatalf("foreign results imported: %v\n%s", err, out)
+	}
+	// Mixed: the run's answers and one foreign line, reported and skipped.
+	b, _ := os.ReadFile(results)
+	f, _ := os.ReadFile(foreign)
+	_ = os.WriteFile(results, append(b, f...), 0o644)
+	out, err = runAppEnv(t, vars, "batch", "import", "--db", db, "--config", cfg, results)
+	if err != nil || !strings.Contains(out, fmt.Sprintf("imported %d answers (0 already", n)) || !strings.Contains(out, "skipped 1 lines") || !strings.Contains(out, "0000") {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	out, err = runAppEnv(t, vars, "batch", "import", "--db", db, "--config", cfg, results)
+	if err != nil || !strings.Contains(out, fmt.Sprintf("imported 0 answers (%d already", n)) {
+		t.Fatalf("import again: %v\n%s", err, out)
+	}
+	// The run goes on from the imported answers: the next requests it
+	// queues are new ones.
+	before := srv.Count()
+	if _, err := runAppEnv(t, vars, "run", "--batch", "--config", cfg); exitCode(err) != exitStopped {
+		t.Fatalf("second run: %v", err)
+	}
+	if srv.Count() != before {
+		t.Fatal("the second run sent requests")
+	}
+	reqs2 := filepath.Join(dir, "requests2.jsonl")
+	if _, err := runAppEnv(t, vars, "batch", "export", "--db", db, "--out", reqs2); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(reqs)
+	second, _ := os.ReadFile(reqs2)
+	if len(second) == 0 || bytes.Equal(first, second) {
+		t.Fatal("the run did not move on after the import")
+	}
 }
