@@ -199,3 +199,20 @@ func TestBatchAPIRoundTrip(t *testing.T) {
 		t.Error("cancelling a completed batch succeeded")
 	}
 }
+
+func TestEstimateCostAtBatchPrice(t *testing.T) {
+	h := newHarness(t, llmtest.Options{}, nil, func(o *llm.Options) {
+		o.Roles = map[string]llm.RoleBinding{"judge": {Endpoint: "test", Mode: llm.ModeBatch}, "respondent": {Endpoint: "test"}}
+	})
+	online, err := h.client.EstimateCost("respondent", 1000, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := h.client.EstimateCost("judge", 1000, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if online <= 0 || batch != online/2 || h.client.BatchMode("respondent") || !h.client.BatchMode("judge") {
+		t.Errorf("online $%g, batch $%g", online, batch)
+	}
+}
