@@ -63,6 +63,8 @@ var allowed = map[string][]string{
 	"pipeline/tokens":            domain,
 	"io/record":                  domain,
 	"pipeline/ledger":            with(domain, "io/record", "pipeline/llm", "migrations"),
+	// batch drives an endpoint's batch API for the requests a run queued.
+	"pipeline/llm/batch": with(domain, "pipeline/llm", "pipeline/ledger"),
 
 	// Readers and writers, one package per format.
 	"io/jsonl":      with(domain, "io/record", "io/atomicfile", "io/compress"),
@@ -109,7 +111,7 @@ var allowed = map[string][]string{
 
 	// The run library wires everything below into one call; the config
 	// file is read into its plan by a package of its own.
-	"pipeline/run":        with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress"),
+	"pipeline/run":        with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress", "pipeline/llm/batch"),
 	"pipeline/run/config": with(engine, stages, "judge", "judge/report", "pipeline/run"),
 
 	// The command line: flags, calls into the run library, printing. It

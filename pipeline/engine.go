@@ -8,9 +8,11 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
 )
 
 // Options tune a run of the engine.
@@ -91,6 +93,10 @@ type Summary struct {
 	Units    int64
 	Stopped  bool // the run was stopped before every pending task ran
 	Previous int64
+	// Deferred counts tasks left pending because a unit's request went to
+	// a batch (llm.ErrDeferred): run the stage again once the batches'
+	// answers are imported.
+	Deferred int64
 	// StopReason is the graceful stop error (see Options.Graceful), if any.
 	StopReason error
 }
@@ -205,6 +211,7 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 		return true
 	}
 	rs.graceful = func(err error) { graceful(err) }
+	var deferred atomic.Int64
 	// settle decides what a task's error means.
 	settle := func(err error) {
 		var pe *PanicError
@@ -213,6 +220,10 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 			fail(err)
 		case errors.Is(err, ErrStopped):
 			// Stopped between units: the task stays pending.
+		case errors.Is(err, llm.ErrDeferred):
+			// A request waits for a batch: the task stays pending and the
+			// run goes on.
+			deferred.Add(1)
 		case graceful(err):
 		default:
 			// Abandoned: nothing recorded, the task stays pending.
@@ -299,7 +310,8 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	if planErr != nil && !errors.Is(planErr, context.Canceled) && !errors.Is(planErr, ErrStopped) {
 		return sum, fmt.Errorf("planning %s: %w", s.Name(), planErr)
 	}
-	sum.Stopped = sum.Done+sum.Failed < sum.Planned
+	sum.Deferred = deferred.Load()
+	sum.Stopped = sum.Done+sum.Failed+sum.Deferred < sum.Planned
 	sum.StopReason = haltErr
 	return sum, nil
 }

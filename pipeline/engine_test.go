@@ -16,6 +16,7 @@ import (
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
 )
 
 type countStage struct {
@@ -668,5 +669,39 @@ func closed(c <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+func TestRunDeferredUnitsLeaveTasksPending(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l := seed(t, 10)
+	// Odd conversations wait for a batch on every turn but the first.
+	s := &unitStage{window: 4, limit: 0, hook: func(_ context.Context, tk pipeline.Task, turn int) error {
+		if tk.Seq%2 == 1 && turn > 0 {
+			return fmt.Errorf("turn %d: %w", turn, llm.ErrDeferred)
+		}
+		return nil
+	}}
+	sum, err := pipeline.Run(ctx, l, s, pipeline.Options{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if sum.Deferred != 5 || sum.Done != 5 || sum.Failed != 0 || sum.Stopped {
+		t.Fatalf("summary %+v", sum)
+	}
+	// Every unit of a deferred task ran: its requests all went to the batch.
+	turns := int64(0)
+	_ = l.EachPage(ctx, 100, func(page []ledger.Stored, _, _ int64) error {
+		for _, c := range page {
+			turns += int64(len(c.Conv.Turns()))
+		}
+		return nil
+	})
+	if s.calls.Load() != turns {
+		t.Errorf("%d units started of %d", s.calls.Load(), turns)
+	}
+	if pending, _, _ := pipeline.Pending(ctx, l, s); pending != 5 {
+		t.Errorf("%d pending, want 5", pending)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ac3/ac3/pipeline/llm"
 )
 
 // ErrStopped is what Task.Each returns when the run stopped taking new work
@@ -139,6 +141,8 @@ func (t Task) Each(ctx context.Context, n, limit int, fn func(ctx context.Contex
 		limit = n
 	}
 	if limit == 1 {
+		// In order: a unit may depend on the one before, so a deferred
+		// unit ends the task's pass here.
 		for i := range n {
 			if err := t.run.acquire(ctx); err != nil {
 				return err
@@ -172,6 +176,8 @@ func (t Task) Each(ctx context.Context, n, limit int, fn func(ctx context.Contex
 			<-sem
 			break
 		}
+		// A unit deferred to a batch does not stop the others: the whole
+		// task's requests go into the same batch.
 		if err := t.run.acquire(ctx); err != nil {
 			<-sem
 			stopErr = err
@@ -184,16 +190,28 @@ func (t Task) Each(ctx context.Context, n, limit int, fn func(ctx context.Contex
 			}()
 			if err := catch(func() error { return fn(ctx, i) }); err != nil {
 				errs[i] = err
-				failed.Store(true)
+				if !errors.Is(err, llm.ErrDeferred) {
+					failed.Store(true)
+				}
 				t.run.unitFailed(err)
 			}
 		})
 	}
 	wg.Wait()
+	var deferred error
 	for _, err := range errs {
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.Is(err, llm.ErrDeferred):
+			if deferred == nil {
+				deferred = err
+			}
+		default:
 			return err
 		}
+	}
+	if deferred != nil {
+		return deferred
 	}
 	return stopErr
 }

@@ -123,6 +123,7 @@ func newApp(e *env) *cli.App {
 			retryCommand(e),
 			convertCommand(e),
 			llmCommand(e),
+			batchCommand(e),
 			evalHeuristicsCommand(e),
 			policyCommand(e),
 			memoryCommand(e),

@@ -20,6 +20,7 @@ func llmFlags() []cli.Flag {
 		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "config file with endpoints, models and roles (default: OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL for every role)"},
 		&cli.BoolFlag{Name: "no-cache", Usage: "neither read nor write the run's answer cache (every call is paid again)"},
 		&cli.Float64Flag{Name: "budget-usd", Usage: "stop taking new work before spend (so far plus in flight) would pass this many dollars"},
+		&cli.BoolFlag{Name: "batch", Usage: "send every role's requests through the endpoints' batch API (half price, answers within 24h; see ac3 batch)"},
 	}
 }
 
@@ -37,7 +38,7 @@ func modelFlags(c *cli.Context, e *env) (*config.File, run.Model, error) {
 	if budget == 0 && cfg != nil {
 		budget = cfg.Run.BudgetUSD
 	}
-	return cfg, config.Model(cfg, e.getenv, c.Bool("no-cache"), budget), nil
+	return cfg, config.WithBatch(config.Model(cfg, e.getenv, c.Bool("no-cache"), budget), c.Bool("batch")), nil
 }
 
 func llmCommand(e *env) *cli.Command {

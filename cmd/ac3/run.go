@@ -100,6 +100,7 @@ Examples:
 			&cli.BoolFlag{Name: "json", Usage: "with --dry-run, print the plan as JSON"},
 			&cli.IntFlag{Name: "workers", Usage: fmt.Sprintf(workersUsage, "conversations handled") + " (default run.workers, else one per core)"},
 			&cli.IntFlag{Name: "window", Usage: windowUsage + " (default run.window)"},
+			&cli.BoolFlag{Name: "batch", Usage: "send every role's requests through the endpoints' batch API (half price, answers within 24h; see ac3 batch)"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := config.Load(c.String("config"), e.getenv)
@@ -118,6 +119,7 @@ Examples:
 			if err != nil {
 				return err
 			}
+			plan.Model = config.WithBatch(plan.Model, c.Bool("batch"))
 			if c.Bool("dry-run") {
 				return dryRun(c, e, plan, notes)
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -105,6 +106,33 @@ func printStatus(w io.Writer, st ledger.Status) {
 		tw.Flush()
 		fmt.Fprintf(w, "spend so far: $%.4f\n", st.SpendUSD)
 	}
+	printBatches(w, st, time.Now())
+}
+
+// printBatches shows the run's batches by state, with request counts, the
+// age of the oldest and the fallback their leftovers go to.
+func printBatches(w io.Writer, st ledger.Status, now time.Time) {
+	if len(st.Batches) == 0 && len(st.BatchRequests) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "batches\tendpoint status\tcount\trequests\tanswered\tfailed\timported\toldest\tleftovers")
+	for _, g := range st.Batches {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s ago\t%s\n", g.State, cmpOr(g.RemoteStatus, "-"), g.Batches, g.Requests, g.Completed, g.Failed, g.Imported,
+			now.Sub(g.Oldest).Round(time.Second), cmpOr(g.Fallback, "resubmit"))
+	}
+	tw.Flush()
+	keys := make([]string, 0, len(st.BatchRequests))
+	for k := range st.BatchRequests {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprint(w, "batch requests:")
+	for _, k := range keys {
+		fmt.Fprintf(w, " %s %d", k, st.BatchRequests[k])
+	}
+	fmt.Fprintln(w)
 }
 
 // printTurnTypes prints each classify variant's turn-type shares; the

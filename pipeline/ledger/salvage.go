@@ -163,6 +163,8 @@ func (s *salvager) run(ctx context.Context, rep *SalvageReport) error {
 		{"units", "", nil}, // filled by tasks
 		{"cached model answers", "llm_cache", s.llmCache},
 		{"model call records", "llm_calls", s.llmCalls},
+		{"batches", "batches", s.batches},
+		{"batch requests", "batch_requests", s.batchRequests},
 	}
 	for _, st := range steps {
 		c := SalvageCount{What: st.what}
@@ -186,6 +188,9 @@ func (s *salvager) run(ctx context.Context, rep *SalvageReport) error {
 // lost is how many rows of table the old file says it has beyond the
 // copied ones, or -1 when it cannot count them either.
 func (s *salvager) lost(ctx context.Context, table string, copied int64) int64 {
+	if !s.hasTable(ctx, table) {
+		return 0 // a table newer than the file
+	}
 	var n int64
 	if err := s.src.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
 		return -1
@@ -713,6 +718,54 @@ func (s *salvager) task(ctx context.Context, k taskKind, seq int64, reasonCol st
 		}
 	}
 	return nil
+}
+
+// hasTable reports whether the old file has table (files made before a
+// migration lack its tables).
+func (s *salvager) hasTable(ctx context.Context, table string) bool {
+	var n int
+	err := s.src.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n)
+	return err == nil && n > 0
+}
+
+// batches copies the run's batches: without them a salvaged run would not
+// know its live batches and would submit their requests again.
+func (s *salvager) batches(ctx context.Context, c *SalvageCount) error {
+	if !s.hasTable(ctx, "batches") {
+		return nil
+	}
+	return s.eachIntKey(ctx, "batches", "id", c, func(id int64) error {
+		vals := make([]any, 16)
+		ptrs := make([]any, 16)
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if ok, err := s.row(ctx, `SELECT `+batchCols+` FROM batches WHERE id = ?`, id, ptrs...); !ok || err != nil {
+			return err
+		}
+		c.Copied++
+		return s.exec(ctx, `INSERT INTO batches (`+batchCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, vals...)
+	})
+}
+
+const batchRequestCols = `key, endpoint, role, stage, body, est_usd, state, batch_id, submits, status, error, queued`
+
+func (s *salvager) batchRequests(ctx context.Context, c *SalvageCount) error {
+	if !s.hasTable(ctx, "batch_requests") {
+		return nil
+	}
+	return s.eachTextKey(ctx, "batch_requests", "key", c, func(k string) error {
+		vals := make([]any, 12)
+		ptrs := make([]any, 12)
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if ok, err := s.row(ctx, `SELECT `+batchRequestCols+` FROM batch_requests WHERE key = ?`, k, ptrs...); !ok || err != nil {
+			return err
+		}
+		c.Copied++
+		return s.exec(ctx, `INSERT INTO batch_requests (`+batchRequestCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, vals...)
+	})
 }
 
 func (s *salvager) llmCache(ctx context.Context, c *SalvageCount) error {

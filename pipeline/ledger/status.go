@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Status is where a run stands. Its JSON form is what `ac3 status --json`
@@ -22,6 +23,24 @@ type Status struct {
 	Stages       []StageStatus    `json:"stages"`
 	LLM          []LLMUsage       `json:"llm"`
 	SpendUSD     float64          `json:"spend_usd"`
+	// Batches groups the run's batches by state; BatchRequests counts the
+	// requests of roles in batch mode by state (queued, submitted, done,
+	// online, failed). Both are absent for a run that never used batches.
+	Batches       []BatchGroup     `json:"batches,omitempty"`
+	BatchRequests map[string]int64 `json:"batch_requests,omitempty"`
+}
+
+// BatchGroup sums the batches in one state (and endpoint status).
+type BatchGroup struct {
+	State        string    `json:"state"`
+	RemoteStatus string    `json:"remote_status"`
+	Fallback     string    `json:"fallback"`
+	Batches      int64     `json:"batches"`
+	Requests     int64     `json:"requests"`
+	Completed    int64     `json:"completed"`
+	Failed       int64     `json:"failed"`
+	Imported     int64     `json:"imported"`
+	Oldest       time.Time `json:"oldest"` // when the oldest was created
 }
 
 // InputStatus is one input file's progress.
@@ -138,7 +157,44 @@ func (l *Ledger) Status(ctx context.Context) (_ Status, err error) {
 		st.SpendUSD += u.CostUSD
 		st.LLM = append(st.LLM, u)
 	}
-	return st, rows.Err()
+	if err := rows.Err(); err != nil {
+		return st, err
+	}
+	return st, l.batchStatus(ctx, &st)
+}
+
+func (l *Ledger) batchStatus(ctx context.Context, st *Status) error {
+	bs, err := l.Batches(ctx, false)
+	if err != nil {
+		return err
+	}
+	idx := map[[3]string]int{}
+	for _, b := range bs {
+		k := [3]string{b.State, b.RemoteStatus, b.Fallback}
+		i, ok := idx[k]
+		if !ok {
+			i = len(st.Batches)
+			idx[k] = i
+			st.Batches = append(st.Batches, BatchGroup{State: b.State, RemoteStatus: b.RemoteStatus, Fallback: b.Fallback, Oldest: b.Created})
+		}
+		g := &st.Batches[i]
+		g.Batches++
+		g.Requests += b.Requests
+		g.Completed += b.Completed
+		g.Failed += b.Failed
+		g.Imported += b.Imported
+		if b.Created.Before(g.Oldest) {
+			g.Oldest = b.Created
+		}
+	}
+	counts, err := l.BatchRequestCounts(ctx)
+	if err != nil {
+		return err
+	}
+	if len(counts) > 0 {
+		st.BatchRequests = counts
+	}
+	return nil
 }
 
 func (l *Ledger) sumBy(ctx context.Context, q string, into map[string]int64, total *int64) error {

@@ -38,6 +38,10 @@ type Options struct {
 	NoCache  bool     // neither read nor write the cache (--no-cache)
 	Recorder Recorder // nil: calls are not recorded
 	Budget   *Budget  // nil: no cap
+	// Deferrer queues the requests of roles in batch mode (an endpoint or
+	// role with Mode ModeBatch) that the cache cannot answer; Call then
+	// returns ErrDeferred. Batch mode needs a Cache and a Deferrer.
+	Deferrer Deferrer
 
 	// Stop, when closed, makes calls give up their waits (for a slot, a
 	// rate-limit token, a pause, the wait before a retry) with ErrStopped,
@@ -230,6 +234,16 @@ func New(opts Options) (*Client, error) {
 		}
 		c.roles[role] = b
 	}
+	for _, ep := range c.endpoints {
+		if ep.cfg.Mode != ModeOnline && ep.cfg.Mode != ModeBatch {
+			return nil, fmt.Errorf("creating llm client: endpoint %s: unknown mode %q (online or batch)", ep.cfg.Name, ep.cfg.Mode)
+		}
+	}
+	for role, b := range c.roles {
+		if b.Mode != ModeOnline && b.Mode != ModeBatch {
+			return nil, fmt.Errorf("creating llm client: role %s: unknown mode %q (online or batch)", role, b.Mode)
+		}
+	}
 	if len(c.roles) == 0 && len(opts.Endpoints) == 1 {
 		c.roles[DefaultRole] = RoleBinding{Endpoint: opts.Endpoints[0].Name}
 	}
@@ -406,13 +420,18 @@ func (c *Client) EstimatePrompt(msgs []conv.Message) int {
 }
 
 // EstimateCost estimates the dollar cost of a call by role with the given
-// token counts, at the price of the role's endpoint (for --dry-run).
+// token counts, at the price of the role's endpoint (for --dry-run): its
+// batch price when the role is in batch mode.
 func (c *Client) EstimateCost(role string, promptTokens, completionTokens int) (float64, error) {
 	ep, _, err := c.resolve(role)
 	if err != nil {
 		return 0, err
 	}
-	return EstimateCost(ep.cfg.Price, promptTokens, completionTokens), nil
+	price := ep.cfg.Price
+	if c.modeOf(role, ep) == ModeBatch {
+		price = price.ForBatch()
+	}
+	return EstimateCost(price, promptTokens, completionTokens), nil
 }
 
 // Call sends req and returns the answer.
@@ -461,6 +480,12 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 			}
 			if ok {
 				return c.cacheHit(ctx, req, p, cr, start)
+			}
+			if c.opts.Deferrer != nil && c.modeOf(req.Role, p.ep) == ModeBatch {
+				online, err := c.deferCall(ctx, req, p)
+				if !online {
+					return Response{Endpoint: p.ep.cfg.Name, Key: p.key}, err
+				}
 			}
 		}
 		f, leader := c.join(p.key)
@@ -895,28 +920,9 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, body openai.ChatComp
 	if cc == nil || len(cc.Choices) == 0 {
 		return r, outcome{status: statusOf(hr), retry: true, err: fmt.Errorf("endpoint %s: answer has no choices", ep.cfg.Name)}
 	}
-	msg := cc.Choices[0].Message
-	r.Content = msg.Content
-	r.Model = cc.Model
-	r.FinishReason = string(cc.Choices[0].FinishReason)
-	r.Usage = Usage{
-		Prompt:       int(cc.Usage.PromptTokens),
-		Completion:   int(cc.Usage.CompletionTokens),
-		CachedPrompt: int(cc.Usage.PromptTokensDetails.CachedTokens),
-		Reasoning:    int(cc.Usage.CompletionTokensDetails.ReasoningTokens),
-	}
-	var raw rawAnswer
-	fieldReasoning := ""
-	if json.Unmarshal([]byte(cc.RawJSON()), &raw) == nil && len(raw.Choices) > 0 {
-		m := raw.Choices[0].Message
-		fieldReasoning = m.ReasoningContent
-		if s, ok := m.Reasoning.(string); ok && fieldReasoning == "" {
-			fieldReasoning = s
-		}
-	}
-	text, think := parse.SplitThink(msg.Content)
-	r.Text = text
-	r.Reasoning = strings.TrimSpace(strings.Join(nonEmpty(strings.TrimSpace(fieldReasoning), think), "\n\n"))
+	headers := r.Headers
+	r = fromCompletion(cc)
+	r.Headers = headers
 	return r, outcome{status: statusOf(hr)}
 }
 

@@ -116,10 +116,28 @@ const DefaultPatience = 30 * time.Minute
 // Price is what an endpoint charges, in US dollars per million tokens.
 // CachedInput applies to prompt tokens the server reports as cached; when it
 // is zero, cached tokens are charged at Input.
+//
+// Batch is the share of these prices a batch request pays (see ModeBatch):
+// 0 means DefaultBatchShare, half, as OpenAI and the providers that copy its
+// batch API charge.
 type Price struct {
 	Input       float64 `json:"input"`
 	CachedInput float64 `json:"cached_input"`
 	Output      float64 `json:"output"`
+	Batch       float64 `json:"batch,omitempty"`
+}
+
+// DefaultBatchShare is Price.Batch when none is set.
+const DefaultBatchShare = 0.5
+
+// ForBatch returns the price a batch request pays: every rate times the
+// batch share.
+func (p Price) ForBatch() Price {
+	f := p.Batch
+	if f <= 0 {
+		f = DefaultBatchShare
+	}
+	return Price{Input: p.Input * f, CachedInput: p.CachedInput * f, Output: p.Output * f, Batch: 1}
 }
 
 // Endpoint is one OpenAI-compatible chat-completions server and model.
@@ -164,7 +182,21 @@ type Endpoint struct {
 	// (default 10); it stays open for BreakerCooldown (default 30s).
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
+	// Mode is ModeBatch when the requests for this endpoint go through
+	// the batch API instead of being sent one by one (a role can override
+	// it).
+	Mode Mode
 }
+
+// Mode says how requests reach an endpoint.
+type Mode string
+
+// The modes. Online sends each request as it comes; Batch defers it to a
+// batch file submitted later (see Deferrer).
+const (
+	ModeOnline Mode = ""
+	ModeBatch  Mode = "batch"
+)
 
 // String describes the endpoint without its key or URL.
 func (e Endpoint) String() string { return "endpoint " + e.Name + " (" + e.Model + ")" }
@@ -241,6 +273,8 @@ func DefaultOutput(kind string) parse.Output {
 type RoleBinding struct {
 	Endpoint string
 	Params   Params
+	// Mode, when set, overrides the endpoint's mode for this role.
+	Mode Mode
 }
 
 // DefaultRole is the binding used for a role that has none of its own.

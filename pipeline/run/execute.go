@@ -9,6 +9,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/llm/batch"
 )
 
 // Options are how a run reports and is stopped; none changes what it does.
@@ -66,6 +67,8 @@ type runner struct {
 	opts Options
 	l    *ledger.Ledger
 	res  Result
+	// batch drives the run's batches, built when a stage first defers.
+	batch *batch.Driver
 }
 
 // Execute runs plan: ingest, annotate, curate, respond, the pollution

@@ -27,12 +27,25 @@ func (m Model) client(ctx context.Context, l *ledger.Ledger, counter *tokens.Cou
 		return nil, ErrNoEndpoint
 	}
 	opts := *m.Options
+	m.batchOptions(&opts)
+	batch := m.batchOn() && l != nil
 	if l != nil {
 		opts.Cache, opts.Recorder = l.LLMCache(), l.LLMRecorder()
+		if batch {
+			opts.Deferrer = l.BatchQueue()
+		}
 		if m.BudgetUSD > 0 {
 			spent, err := l.SpendUSD(ctx)
 			if err != nil {
 				return nil, err
+			}
+			if batch {
+				// Requests waiting for a batch hold their estimate.
+				waiting, err := l.WaitingBatchUSD(ctx)
+				if err != nil {
+					return nil, err
+				}
+				spent += waiting
 			}
 			opts.Budget = llm.NewBudget(m.BudgetUSD, spent)
 		}

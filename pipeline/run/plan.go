@@ -54,6 +54,8 @@ type Model struct {
 	// configures an endpoint; the unit versions of roles the Options do not
 	// bind name it.
 	EnvModel string
+	// Batch configures batch mode; nil for the defaults.
+	Batch *Batch
 }
 
 // Ingest reads input files into the run.

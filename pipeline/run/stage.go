@@ -74,18 +74,52 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 		unit = "conversations"
 	}
 	m := progress.Start(r.progress(), s.label, unit, pending)
-	sum, err := pipeline.Run(ctx, r.l, st, pipeline.Options{
-		Workers: s.workers, Window: s.window, Stop: r.opts.Stop,
-		Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
-		OnCommit: func(tasks, _, _ int, tok int64) {
-			m.Add(int64(tasks), tok)
-			if now, err := r.l.SpendUSD(ctx); err == nil && now > spent {
-				m.AddCost(now - spent)
-				spent = now
-			}
-		},
-	})
+	var sum pipeline.Summary
+	// In batch mode a pass leaves the tasks whose requests went to a batch
+	// pending: the batches are submitted and waited for, their answers
+	// imported into the cache, and the stage passes again.
+	for round := 1; ; round++ {
+		pass, perr := pipeline.Run(ctx, r.l, st, pipeline.Options{
+			Workers: s.workers, Window: s.window, Stop: r.opts.Stop,
+			Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
+			OnCommit: func(tasks, _, _ int, tok int64) {
+				m.Add(int64(tasks), tok)
+				if now, err := r.l.SpendUSD(ctx); err == nil && now > spent {
+					m.AddCost(now - spent)
+					spent = now
+				}
+			},
+		})
+		if round == 1 {
+			sum.Planned, sum.Previous = pass.Planned, pass.Previous
+		}
+		sum.Done += pass.Done
+		sum.Failed += pass.Failed
+		sum.Units += pass.Units
+		sum.Stopped, sum.StopReason, sum.Deferred = pass.Stopped, pass.StopReason, pass.Deferred
+		err = perr
+		if err != nil || pass.Deferred == 0 || pass.StopReason != nil || r.stopped() {
+			break
+		}
+		if round == maxBatchRounds {
+			err = fmt.Errorf("%s: tasks still wait for batch answers after %d rounds", s.label, round)
+			break
+		}
+		m.Stop()
+		goOn, berr := r.awaitBatches(ctx, s.label, pass.Deferred)
+		m = progress.Start(r.progress(), s.label, unit, pass.Deferred)
+		if berr != nil {
+			err = berr
+			break
+		}
+		if !goOn {
+			break
+		}
+	}
 	m.Stop()
+	if sum.Deferred > 0 {
+		sum.Stopped = true // tasks still wait for batch answers
+	}
 	res.Done, res.Failed, res.Units, res.Previous = sum.Done, sum.Failed, sum.Units, sum.Previous
 	if s.perConversation {
 		r.logf("%s: %d conversations done, %d with failed units, %d units (%d conversations recorded before)\n", s.label, sum.Done, sum.Failed, sum.Units, sum.Previous)

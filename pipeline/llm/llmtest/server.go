@@ -47,6 +47,9 @@ type Options struct {
 	// arrives (see Arrival), for tests that read the log from a file or
 	// share it with another process. Write errors are ignored.
 	ArrivalLog io.Writer
+	// Batch configures the batch API (/v1/files, /v1/batches); SetBatch
+	// can change it later.
+	Batch BatchOptions
 }
 
 // KeyHeader is the request header in which ac3's client sends its cache key
@@ -290,6 +293,9 @@ type Call struct {
 	// endpoint would reject) or why its scripted reply broke the schema the
 	// request sent; "" when neither.
 	SchemaError string
+	// Batch is the id of the batch this request was a line of, "" for a
+	// request sent online.
+	Batch string
 }
 
 // Arrival is one line of Options.ArrivalLog.
@@ -320,6 +326,12 @@ type Server struct {
 	violations int
 	inflight   int
 	peak       int
+
+	batchOpts BatchOptions
+	files     map[string]*file
+	batches   map[string]*batchJob
+	order     []string // batch ids in creation order
+	nextID    int
 }
 
 // TB is the part of testing.TB a Server needs; *testing.T and *testing.B
@@ -342,10 +354,12 @@ func New(tb TB, opts Options) *Server {
 	if opts.Default.Content == "" {
 		opts.Default.Content = "ok"
 	}
-	s := &Server{opts: opts, closing: make(chan struct{}), chaos: opts.Chaos, seen: map[string]int{}, faulted: map[string]int{}}
+	s := &Server{opts: opts, closing: make(chan struct{}), chaos: opts.Chaos, seen: map[string]int{}, faulted: map[string]int{},
+		batchOpts: opts.Batch, files: map[string]*file{}, batches: map[string]*batchJob{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handle)
 	mux.HandleFunc("POST /chat/completions", s.handle)
+	s.routeBatch(mux)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
 	tb.Cleanup(s.Close)
@@ -453,13 +467,20 @@ func (s *Server) Reset() {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
-	now := time.Now()
 	body, _ := io.ReadAll(r.Body)
+	s.answer(w, r, body, r.Header.Get(KeyHeader), "")
+}
+
+// answer answers one chat request: one sent online (batch "") or one line
+// of a batch. A batch line neither counts against the rate limit nor
+// waits: latencies and holds do not apply, and a hang or reset comes back
+// as status 0.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, body []byte, key, batch string) int {
+	now := time.Now()
 	var req ChatRequest
 	_ = json.Unmarshal(body, &req)
 	_ = json.Unmarshal(body, &req.Fields)
 
-	key := r.Header.Get(KeyHeader)
 	id := key
 	if id == "" {
 		sum := sha256.Sum256(body)
@@ -473,10 +494,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.seen[id]++
 	nth := s.seen[id]
 	idx := len(s.calls)
-	s.calls = append(s.calls, Call{Time: now, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Request: req, Key: key, PromptHash: ph, Nth: nth})
-	s.arrivals = append(s.arrivals, now)
+	s.calls = append(s.calls, Call{Time: now, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Request: req, Key: key, PromptHash: ph, Nth: nth, Batch: batch})
 	overLimit := false
-	if s.opts.Limit > 0 {
+	if batch == "" {
+		s.arrivals = append(s.arrivals, now)
+	}
+	if s.opts.Limit > 0 && batch == "" {
 		n := 0
 		for i := len(s.arrivals) - 2; i >= 0 && now.Sub(s.arrivals[i]) < s.opts.Window; i-- {
 			n++
@@ -522,13 +545,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
-	status, schemaErr := s.respond(w, r, req, rule, overLimit)
+	status, schemaErr := s.respond(w, r, req, rule, overLimit, batch != "")
 	s.mu.Lock()
 	s.calls[idx].Status = status
 	s.calls[idx].SchemaError = schemaErr
 	s.calls[idx].End = time.Now()
 	s.inflight--
 	s.mu.Unlock()
+	return status
 }
 
 // promptHash hashes what a request asks: the model and the messages.
@@ -543,7 +567,12 @@ func promptHash(req ChatRequest) string {
 
 // respond answers one request; it returns the status sent and, when the
 // request's schema or the reply's fit to it was wrong, why.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit bool) (int, string) {
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit, batch bool) (int, string) {
+	// A batch line is answered when the batch completes: no latency, no hold.
+	wait := s.wait
+	if batch {
+		wait = func(*http.Request, time.Duration) bool { return true }
+	}
 	if s.opts.Key != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.Key {
 		return writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_api_key", nil), ""
 	}
@@ -566,7 +595,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			return writeError(w, http.StatusBadRequest, msg, "invalid_request_error", nil), msg
 		}
 	}
-	status, reply, ok := s.fault(w, r, req, rule)
+	status, reply, ok := s.fault(w, r, req, rule, batch, wait)
 	if !ok {
 		return status, ""
 	}
@@ -579,7 +608,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			return writeError(w, http.StatusBadRequest, msg, "scripted_reply_breaks_schema", nil), msg
 		}
 	}
-	if !s.wait(r, reply.Latency+s.opts.Latency) {
+	if !wait(r, reply.Latency+s.opts.Latency) {
 		return 0, ""
 	}
 	for k, v := range reply.Headers {
@@ -595,8 +624,8 @@ var schemaName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // fault injects rule's fault, if any, and reports the status sent and
 // false; otherwise it returns the reply to send and true.
-func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule) (int, Reply, bool) {
-	if rule != nil && rule.Hold != nil {
+func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, batch bool, wait func(*http.Request, time.Duration) bool) (int, Reply, bool) {
+	if rule != nil && rule.Hold != nil && !batch {
 		select {
 		case <-rule.Hold:
 		case <-r.Context().Done():
@@ -607,13 +636,16 @@ func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, 
 	}
 	if rule != nil && rule.Fault.Kind != NoFault {
 		f := rule.Fault
-		if f.Kind != Hang && !s.wait(r, f.Latency) {
+		if f.Kind != Hang && !wait(r, f.Latency) {
 			return 0, Reply{}, false
 		}
 		switch f.Kind {
 		case Status:
 			return writeError(w, f.Status, f.Message, f.Code, f.Headers), Reply{}, false
 		case Hang:
+			if batch {
+				return 0, Reply{}, false
+			}
 			limit := f.Latency
 			if limit <= 0 {
 				limit = time.Minute
@@ -621,6 +653,9 @@ func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, 
 			s.wait(r, limit)
 			return 0, Reply{}, false
 		case Reset:
+			if batch {
+				return 0, Reply{}, false
+			}
 			hj, ok := w.(http.Hijacker)
 			if !ok {
 				return 0, Reply{}, false

@@ -66,6 +66,7 @@ type File struct {
 	Stages        stagesConfig              `yaml:"stages"`
 	ReportSection map[string]any            `yaml:"report"`
 	Export        []exportSpec              `yaml:"export"`
+	Batch         batchConfig               `yaml:"batch"`
 }
 
 // stagesConfig holds each stage's settings; a stage runs in `ac3 run` when
@@ -103,6 +104,7 @@ type endpointConfig struct {
 	Timeout        string            `yaml:"timeout"`   // per attempt, e.g. 120s
 	MaxAttempts    int               `yaml:"max_attempts"`
 	Limits         limitsConfig      `yaml:"limits"`
+	Mode           string            `yaml:"mode"` // online (default) or batch
 }
 
 // modelConfig is a model served by an endpoint, with its price per million
@@ -114,6 +116,7 @@ type modelConfig struct {
 		Input  float64 `yaml:"input"`
 		Cached float64 `yaml:"cached"`
 		Output float64 `yaml:"output"`
+		Batch  float64 `yaml:"batch"` // share of the price a batch request pays; default 0.5
 	} `yaml:"price"`
 	Limits *limitsConfig `yaml:"limits"`
 	Output string        `yaml:"output"` // tags | json_schema; default: the endpoint's
@@ -131,6 +134,7 @@ type roleConfig struct {
 	ReasoningEffort string         `yaml:"reasoning_effort"`
 	Extra           map[string]any `yaml:"extra"`
 	Samples         int            `yaml:"samples"`
+	Mode            string         `yaml:"mode"` // online or batch; default the endpoint's
 }
 
 type exportSpec struct {
@@ -214,6 +218,9 @@ func (c *File) validate() error {
 		if _, ok := c.Models[r.Model]; !ok {
 			return fmt.Errorf("roles.%s.model: no model named %q under models", name, r.Model)
 		}
+	}
+	if err := c.validateBatch(); err != nil {
+		return err
 	}
 	for name, ep := range c.Endpoints {
 		if ep.BaseURL == "" {
@@ -680,7 +687,8 @@ func Model(cfg *File, getenv func(string) string, noCache bool, budget float64) 
 			JSONMode: llm.JSONMode(ec.JSONMode), MaxAttempts: ec.MaxAttempts,
 			Kind: ec.Kind, Output: modelOutput(ec, mc),
 			Limits: lim.llm(),
-			Price:  llm.Price{Input: mc.Price.Input, CachedInput: mc.Price.Cached, Output: mc.Price.Output},
+			Price:  llm.Price{Input: mc.Price.Input, CachedInput: mc.Price.Cached, Output: mc.Price.Output, Batch: mc.Price.Batch},
+			Mode:   mode(ec.Mode),
 		}
 		if ec.APIKeyEnv != "" {
 			ep.APIKey = llm.Secret(getenv(ec.APIKeyEnv))
@@ -692,8 +700,9 @@ func Model(cfg *File, getenv func(string) string, noCache bool, budget float64) 
 		opts.Roles[name] = llm.RoleBinding{Endpoint: r.Model, Params: llm.Params{
 			Temperature: r.Temperature, TopP: r.TopP, MaxTokens: r.MaxTokens, Seed: r.Seed,
 			Stop: r.Stop, ReasoningEffort: r.ReasoningEffort, Extra: r.Extra,
-		}}
+		}, Mode: mode(r.Mode)}
 	}
 	m.Options = opts
+	m.Batch = cfg.Batch.settings()
 	return m
 }

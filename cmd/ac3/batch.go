@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ac3/ac3/pipeline/run"
+)
+
+func batchCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "batch",
+		Usage: "manage a run's batches and batch files",
+		Description: `With an endpoint or role in batch mode (mode: batch in the config, or
+--batch on a stage command) the model stages queue their requests in the run
+file, submit them as batches, wait for them and import the answers. These
+commands act on that queue.
+
+Examples:
+   ac3 batch cancel --db run.db --config run.yaml
+   ac3 batch export --db run.db --stage judge --out requests.jsonl
+   vllm run_batch -i requests.jsonl -o results.jsonl --model Qwen/Qwen3-8B
+   ac3 batch import --db run.db --config run.yaml results.jsonl`,
+		Subcommands: []*cli.Command{
+			{
+				Name:  "cancel",
+				Usage: "cancel the run's live batches (their answers so far are imported on the next run)",
+				Flags: append(llmFlags(), dbFlag),
+				Action: func(c *cli.Context) error {
+					_, m, err := modelFlags(c, e)
+					if err != nil {
+						return err
+					}
+					n, err := run.CancelBatches(c.Context, c.String("db"), m)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(e.stdout, "cancelled %d batches\n", n)
+					return nil
+				},
+			},
+			{
+				Name:  "export",
+				Usage: "write the requests waiting for a batch as a batch input file (OpenAI batch JSONL, as vllm run_batch reads)",
+				Flags: []cli.Flag{dbFlag,
+					&cli.StringFlag{Name: "stage", Usage: "only this stage's requests (default: all)"},
+					&cli.StringFlag{Name: "out", Usage: "the file to write", Required: true},
+				},
+				Action: func(c *cli.Context) error {
+					n, err := run.ExportBatch(c.Context, c.String("db"), c.String("stage"), c.String("out"))
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(e.stdout, "wrote %d requests to %s\n", n, c.String("out"))
+					return nil
+				},
+			},
+			{
+				Name:      "import",
+				Usage:     "import a batch results file (OpenAI batch output format) into the run's cache",
+				ArgsUsage: "RESULTS.jsonl",
+				Flags:     append(llmFlags(), dbFlag),
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return fmt.Errorf("batch import: pass one results file")
+					}
+					_, m, err := modelFlags(c, e)
+					if err != nil {
+						return err
+					}
+					st, err := run.ImportBatch(c.Context, c.String("db"), m, c.Args().First())
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(e.stdout, "imported %d answers (%d already imported, %d error lines left queued, %d malformed lines skipped)\n",
+						st.Imported, st.Repeated, st.Errors, st.Malformed)
+					if st.Unknown > 0 {
+						fmt.Fprintf(e.stdout, "skipped %d lines whose custom_id this run is not waiting for, e.g. %s\n", st.Unknown, strings.Join(st.UnknownIDs, ", "))
+					}
+					return nil
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,274 @@
+package run
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/ac3/ac3/io/atomicfile"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/llm/batch"
+)
+
+// Batch configures batch mode (see package batch): which roles use it is
+// set per endpoint or role (llm.ModeBatch); these settings say how batches
+// are made and what happens to their leftovers.
+type Batch struct {
+	// All puts every role in batch mode (--batch).
+	All bool
+	// Files: batches are not submitted to the endpoint; the stage queues
+	// its requests in the run file and stops, for `ac3 batch export` and
+	// `ac3 batch import` (vLLM run_batch, air-gapped clusters).
+	Files bool
+	// Fallback is batch.FallbackResubmit (default) or FallbackOnline.
+	Fallback string
+	// MaxRequests and MaxBytes bound one input file (defaults 50,000 and
+	// 200 MB); MaxSubmits bounds the batches one request goes into.
+	MaxRequests int
+	MaxBytes    int64
+	MaxSubmits  int
+	// Poll is the wait between polls (default 30s).
+	Poll time.Duration
+	// TempDir holds input files while they upload.
+	TempDir string
+}
+
+// batchOn reports whether any role of m may go through batches.
+func (m Model) batchOn() bool {
+	if m.Options == nil || m.NoCache {
+		return false
+	}
+	if m.Batch != nil && m.Batch.All {
+		return true
+	}
+	for _, ep := range m.Options.Endpoints {
+		if ep.Mode == llm.ModeBatch {
+			return true
+		}
+	}
+	for _, b := range m.Options.Roles {
+		if b.Mode == llm.ModeBatch {
+			return true
+		}
+	}
+	return false
+}
+
+// batchOptions applies --batch to the client options.
+func (m Model) batchOptions(opts *llm.Options) {
+	if m.Batch == nil || !m.Batch.All {
+		return
+	}
+	eps := make([]llm.Endpoint, len(opts.Endpoints))
+	copy(eps, opts.Endpoints)
+	for i := range eps {
+		eps[i].Mode = llm.ModeBatch
+	}
+	opts.Endpoints = eps
+	roles := make(map[string]llm.RoleBinding, len(opts.Roles))
+	for k, b := range opts.Roles {
+		b.Mode = llm.ModeBatch
+		roles[k] = b
+	}
+	opts.Roles = roles
+}
+
+func (m Model) batchSettings() Batch {
+	if m.Batch == nil {
+		return Batch{}
+	}
+	return *m.Batch
+}
+
+// driver builds the batch driver of the run, once.
+func (r *runner) driver(ctx context.Context) (*batch.Driver, error) {
+	if r.batch != nil {
+		return r.batch, nil
+	}
+	cl, err := r.plan.Model.client(ctx, r.l, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	b := r.plan.Model.batchSettings()
+	d, err := batch.New(batch.Options{
+		Client: cl, Ledger: r.l, MaxRequests: b.MaxRequests, MaxBytes: b.MaxBytes, MaxSubmits: b.MaxSubmits,
+		Poll: b.Poll, Fallback: b.Fallback, Log: r.opts.Log, Stop: r.opts.Stop, TempDir: b.TempDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.batch = d
+	return d, nil
+}
+
+// maxBatchRounds bounds the pass → batch → pass loop of one stage: each
+// round answers at least one request a pass asked for, and a stage asks
+// again only for what depends on an answer (a next turn, a reroll), so a
+// stage needing more rounds than this is stuck.
+const maxBatchRounds = 100
+
+// awaitBatches submits what a stage's pass queued, waits for the batches
+// and imports their answers. It reports false when the run must stop
+// (Ctrl-C while batches run, or batch files to be exported by hand).
+func (r *runner) awaitBatches(ctx context.Context, label string, deferred int64) (bool, error) {
+	if r.plan.Model.batchSettings().Files {
+		r.logf("%s: %d tasks wait for batch answers; write their requests with 'ac3 batch export', and load the results with 'ac3 batch import'\n", label, deferred)
+		return false, nil
+	}
+	d, err := r.driver(ctx)
+	if err != nil {
+		return false, err
+	}
+	r.logf("%s: %d tasks wait for batch answers\n", label, deferred)
+	err = d.Run(ctx)
+	if errors.Is(err, batch.ErrStopped) {
+		r.logf("%s: stopped while batches run; they are recorded in the run, and the same command picks them up\n", label)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// CancelBatches asks the endpoints to cancel the run's live batches; their
+// answers so far are imported when the run next waits for them.
+func CancelBatches(ctx context.Context, db string, m Model) (int, error) {
+	l, err := ledger.Open(ctx, db, ledger.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	cl, err := m.client(ctx, l, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	d, err := batch.New(batch.Options{Client: cl, Ledger: l})
+	if err != nil {
+		return 0, err
+	}
+	return d.Cancel(ctx)
+}
+
+// ExportBatch writes the requests of stage (every stage when "") that wait
+// for a batch as one batch input file at out, in key order, and returns
+// how many it wrote. The requests stay queued until a results file is
+// imported, so exporting again writes them again.
+func ExportBatch(ctx context.Context, db, stage, out string) (int64, error) {
+	l, err := ledger.Open(ctx, db, ledger.Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	var n int64
+	f, err := atomicfile.Create(out)
+	if err != nil {
+		return 0, fmt.Errorf("exporting batch requests: %w", err)
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var line []byte
+	err = l.QueuedRequests(ctx, stage, func(r ledger.BatchRequest, body []byte) error {
+		var err error
+		if line, err = batch.AppendInputLine(line[:0], r.Key, body); err != nil {
+			return err
+		}
+		n++
+		_, err = bw.Write(line)
+		return err
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Commit()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("exporting batch requests to %s: %w", out, err)
+	}
+	return n, nil
+}
+
+// BatchImport is what ImportBatch did with a results file.
+type BatchImport struct {
+	Imported int64 // answers stored in the run's cache
+	Repeated int64 // answers to requests already answered (an import run twice)
+	Errors   int64 // error lines: their requests stay queued
+	// Unknown counts lines whose custom_id this run never asked for, or
+	// asked of a batch still running; UnknownIDs holds the first few.
+	Unknown    int64
+	UnknownIDs []string
+	Malformed  int64 // lines that are not batch results, or answers that are not completions
+}
+
+// ErrForeignResults is returned by ImportBatch for a results file none of
+// whose lines answer a request of the run.
+var ErrForeignResults = errors.New("the results file answers none of this run's requests: it was made for another run or another prompt version; nothing was imported")
+
+// ImportBatch imports a results file in the OpenAI batch output format
+// into the run's cache, at the batch price. It is idempotent: an answer
+// already imported is counted, not stored again. Lines with a custom_id
+// the run did not ask for are reported and skipped; a file with no line
+// for this run is refused with ErrForeignResults.
+func ImportBatch(ctx context.Context, db string, m Model, results string) (BatchImport, error) {
+	var st BatchImport
+	f, err := os.Open(results)
+	if err != nil {
+		return st, fmt.Errorf("importing batch results: %w", err)
+	}
+	defer f.Close()
+	l, err := ledger.Open(ctx, db, ledger.Options{})
+	if err != nil {
+		return st, err
+	}
+	defer l.Close()
+	cl, err := m.client(ctx, l, nil, nil)
+	if err != nil {
+		return st, err
+	}
+	err = batch.ReadResults(f, func(line int, res batch.Result, perr error) error {
+		if perr != nil {
+			st.Malformed++
+			return nil
+		}
+		req, ok, err := l.LookupBatchRequest(ctx, res.CustomID)
+		if err != nil {
+			return err
+		}
+		if !ok || req.State == ledger.ReqSubmitted {
+			st.Unknown++
+			if len(st.UnknownIDs) < 5 {
+				st.UnknownIDs = append(st.UnknownIDs, res.CustomID)
+			}
+			return nil
+		}
+		if req.State != ledger.ReqQueued {
+			st.Repeated++
+			return nil
+		}
+		if !res.OK() {
+			st.Errors++
+			return nil
+		}
+		done, err := batch.Import(ctx, cl, l, 0, req, res.Body)
+		switch {
+		case err != nil && errors.Is(err, batch.ErrMalformed):
+			st.Malformed++
+		case err != nil:
+			return err
+		case done:
+			st.Imported++
+		default:
+			st.Repeated++
+		}
+		return nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("importing %s: %w", results, err)
+	}
+	if st.Imported+st.Repeated+st.Errors == 0 && st.Unknown > 0 {
+		return st, fmt.Errorf("importing %s: %w", results, ErrForeignResults)
+	}
+	return st, nil
+}
