@@ -94,3 +94,8 @@ func promptsVersion() string {
 	h.Write([]byte(userSimPrompt))
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
+
+func promptHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])[:12]
+}
