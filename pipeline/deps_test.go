@@ -98,8 +98,8 @@ var allowed = map[string][]string{
 	// lic/replay grades what respond regenerated on them.
 	"stages/lic/simulate": with(engine, "stages/lic/grade"),
 	"stages/lic/replay":   with(engine, "stages/lic/grade", "stages/lic/simulate", "stages/respond"),
-	"stages/curate":    with(engine, "stages/analyze"),
-	"stages/respond":   with(engine, "stages/curate"),
+	"stages/curate":       with(engine, "stages/analyze"),
+	"stages/respond":      with(engine, "stages/curate"),
 
 	// The judge compares what respond produced.
 	"judge": with(engine, "stages/respond"),

@@ -42,9 +42,9 @@ type Options struct {
 	// UserRole and Respondent are the roles that play the user simulator
 	// and the assistant; their Settings describe the model and sampling
 	// bound to them, so that changing either makes the work pending again.
-	UserRole, Respondent                 string
-	UserSettings, RespondentSettings     string
-	Retries                              int // re-asks after an empty answer (default 2)
+	UserRole, Respondent             string
+	UserSettings, RespondentSettings string
+	Retries                          int // re-asks after an empty answer (default 2)
 	// Parallel bounds the replicates of one instance in flight; 0 leaves
 	// only the engine's window.
 	Parallel int
