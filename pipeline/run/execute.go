@@ -90,7 +90,7 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 		return r.res, err
 	}
 	defer r.l.Close()
-	for _, step := range []func(context.Context) (bool, error){r.ingest, r.annotate, r.curate, r.respond, r.judge, r.report, r.exports} {
+	for _, step := range []func(context.Context) (bool, error){r.ingest, r.annotate, r.curate, r.lic, r.respond, r.judge, r.report, r.exports} {
 		done, err := step(ctx)
 		if err != nil {
 			return r.res, err
@@ -126,6 +126,11 @@ func (p Plan) check() error {
 			return errors.New("curate: list at least one strategy")
 		}
 		if err := c.AC3.check(); err != nil {
+			return err
+		}
+	}
+	if p.LiC != nil {
+		if err := p.LiC.check(); err != nil {
 			return err
 		}
 	}

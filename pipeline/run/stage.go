@@ -42,6 +42,9 @@ type stageRun struct {
 	// perConversation words the counts as conversations, for stages with
 	// one variant, where a task is a conversation.
 	perConversation bool
+	// scope narrows the conversations the stage runs over (the LiC replay
+	// runs curate and respond over trajectories only); zero: all.
+	scope ledger.Scope
 }
 
 // runStage runs every pending task of the stage with a progress meter
@@ -55,7 +58,7 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 	if err := r.l.SetPlan(ctx, st.Name(), toLedger(st.Variants())); err != nil {
 		return res, err
 	}
-	pending, recorded, err := pipeline.Pending(ctx, r.l, st)
+	pending, recorded, err := pipeline.PendingIn(ctx, r.l, st, s.scope)
 	if err != nil {
 		return res, err
 	}
@@ -74,7 +77,7 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 	}
 	m := progress.Start(r.progress(), s.label, unit, pending)
 	sum, err := pipeline.Run(ctx, r.l, st, pipeline.Options{
-		Workers: s.workers, Stop: r.opts.Stop,
+		Workers: s.workers, Stop: r.opts.Stop, Scope: s.scope,
 		Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
 		OnCommit: func(tasks, _, _ int, tok int64) {
 			m.Add(int64(tasks), tok)
