@@ -33,7 +33,14 @@ const (
 	ModeVerbatim = "verbatim"
 )
 
-const version = "lic-simulate/v1"
+const version = "lic-simulate/v2"
+
+// sampleBase offsets the sample index of a replicate's calls (replicate r
+// draws sample sampleBase+r-1). A replay's fc context of the final turn is
+// the very request the baseline answered; without the offset its first
+// rerun would be the baseline's own answer read back from the cache, the
+// answer that decided whether the instance was selected.
+const sampleBase = 1000
 
 // Options configure the stage.
 type Options struct {
@@ -209,7 +216,7 @@ func (s *Stage) simulate(ctx context.Context, t pipeline.Task, in *grade.Instanc
 		tr.Shards = append(tr.Shards, m.Content)
 		text := m.Content
 		if s.opts.Mode == ModeModel && turn > 1 {
-			req := llm.Request{Role: s.opts.UserRole, Stage: StageName, Messages: userSimRequest(tr.Messages, m.Content), SampleIndex: r - 1, Reroll: reroll}
+			req := llm.Request{Role: s.opts.UserRole, Stage: StageName, Messages: userSimRequest(tr.Messages, m.Content), SampleIndex: sampleBase + r - 1, Reroll: reroll}
 			out, _, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, nonEmpty)
 			if err != nil {
 				return fail(fmt.Sprintf("user turn %d", turn), err)
@@ -218,7 +225,7 @@ func (s *Stage) simulate(ctx context.Context, t pipeline.Task, in *grade.Instanc
 		}
 		tr.Messages = append(tr.Messages, conv.Message{Role: conv.User, Content: text})
 		msgs := append([]conv.Message{{Role: conv.System, Content: tr.System}}, tr.Messages...)
-		req := llm.Request{Role: s.opts.Respondent, Stage: StageName, Messages: msgs, SampleIndex: r - 1, Reroll: reroll}
+		req := llm.Request{Role: s.opts.Respondent, Stage: StageName, Messages: msgs, SampleIndex: sampleBase + r - 1, Reroll: reroll}
 		out, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, nonEmpty)
 		if err != nil {
 			return fail(fmt.Sprintf("answer to turn %d", turn), err)
