@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 	"github.com/ac3/ac3/pipeline/run"
 	"github.com/ac3/ac3/pipeline/run/config"
 	"github.com/ac3/ac3/stages/analyze/analyzetest"
 	"github.com/ac3/ac3/stages/lic/grade"
+	"github.com/ac3/ac3/stages/lic/replay"
 )
 
 // licSeed reproduces how the client derives the seed of sample i from the
@@ -432,6 +434,24 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 	} {
 		if !strings.Contains(string(md), line) {
 			t.Errorf("accuracy.md lacks %q:\n%s", line, md)
+		}
+	}
+
+	// inspect's view of one trajectory's grades: the first math instance,
+	// which fc answered right on reruns 0 and 2 only.
+	l, err := ledger.Open(ctx(t), plan.DB, ledger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown strings.Builder
+	err = replay.Show(ctx(t), &shown, l, "sharded-GSM8K/1246#r1", 4)
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"fc turn 4 rerun 0: PASS", "fc turn 4 rerun 1: FAIL", "ao turn 4 rerun 1: PASS", "artifact: -1", "found by: answer prefix"} {
+		if !strings.Contains(shown.String(), line) {
+			t.Errorf("the grades shown lack %q:\n%s", line, shown.String())
 		}
 	}
 
