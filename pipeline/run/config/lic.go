@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -61,9 +62,19 @@ type licConfig struct {
 // LiC reads the lic section (nil when absent). Relative paths (db_dir,
 // out) are taken from base, the config file's folder.
 func (c *File) LiC(base string) (*run.LiC, error) {
-	lc, ok, err := decodeSection[licConfig](c.LiCSection, "lic")
-	if err != nil || !ok {
-		return nil, err
+	if c.LiCSection.Kind == 0 {
+		return nil, nil
+	}
+	// Strict: a misspelt key is an error, as everywhere else in the file.
+	raw, err := yaml.Marshal(&c.LiCSection)
+	if err != nil {
+		return nil, fmt.Errorf("reading lic: %w", err)
+	}
+	var lc licConfig
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&lc); err != nil {
+		return nil, fmt.Errorf("reading lic: %w", err)
 	}
 	rel := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
