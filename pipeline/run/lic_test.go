@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
@@ -266,7 +268,11 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 		return llmtest.Reply{Content: answerFor(in, right)}
 	}})
 	plan := licPlan(t, srv, dir)
-	res, err := run.Execute(ctx(t), plan, run.Options{})
+	// The whole experiment (30 instances, 7 strategies, 3 reruns, SQL on
+	// random databases) takes far longer under -race than ctx's bound.
+	c, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	res, err := run.Execute(c, plan, run.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,12 +445,12 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 
 	// inspect's view of one trajectory's grades: the first math instance,
 	// which fc answered right on reruns 0 and 2 only.
-	l, err := ledger.Open(ctx(t), plan.DB, ledger.Options{ReadOnly: true})
+	l, err := ledger.Open(c, plan.DB, ledger.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var shown strings.Builder
-	err = replay.Show(ctx(t), &shown, l, "sharded-GSM8K/1246#r1", 4)
+	err = replay.Show(c, &shown, l, "sharded-GSM8K/1246#r1", 4)
 	l.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -457,7 +463,7 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 
 	// Running the same config again finds everything done.
 	calls := srv.Count()
-	res, err = run.Execute(ctx(t), plan, run.Options{})
+	res, err = run.Execute(c, plan, run.Options{})
 	if err != nil || res.Stopped {
 		t.Fatalf("second run: %+v %v", res, err)
 	}
