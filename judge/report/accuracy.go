@@ -31,6 +31,9 @@ type AccuracyOptions struct {
 	// MinFailures is the difficulty selection the pool was drawn with
 	// (simulate.Pool), reported with the pool.
 	MinFailures int
+	// MaxPerTask is the cap on the pool per task (the most-failed first),
+	// 0 for none.
+	MaxPerTask int
 	// FNCheck says whether the false-negative check was applied.
 	FNCheck bool
 	// Grader is the grader's fingerprint (which databases the SQL ran on,
@@ -64,8 +67,8 @@ type PoolRow struct {
 	// whose final answer was graded, and passed.
 	BaselineGraded int `json:"baseline_graded"`
 	BaselinePassed int `json:"baseline_passed"`
-	Selected       int `json:"selected"` // instances failing in at least MinFailures replicates
-	Flagged        int `json:"flagged"`  // of those, removed by the false-negative check
+	Selected       int `json:"selected"` // instances failing in at least MinFailures replicates (before any cap)
+	Flagged        int `json:"flagged"`  // of those, flagged by the false-negative check
 	Pool           int `json:"pool"`     // instances replayed
 	Trajectories   int `json:"trajectories"`
 }
@@ -519,6 +522,9 @@ func (a *Accuracy) notes(opts AccuracyOptions) {
 	sel := "the unselected pool: every simulated instance is replayed"
 	if opts.MinFailures > 0 {
 		sel = fmt.Sprintf("difficulty-selected: instances whose baseline failed in at least %d of their trajectories", opts.MinFailures)
+	}
+	if opts.MaxPerTask > 0 {
+		sel += fmt.Sprintf(", of which the %d per task with the most failures (\"selected\" counts them before this cap)", opts.MaxPerTask)
 	}
 	a.Notes = append(a.Notes, "Pool: "+sel+".")
 	if opts.FNCheck {

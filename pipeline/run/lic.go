@@ -30,6 +30,7 @@ type LiC struct {
 	Respondent string // the assistant, in the simulation and the replay (respondent)
 	// Pool.
 	MinFailures int    // difficulty selection: baseline fails in at least k of N; 0 the unselected pool
+	MaxPerTask  int    // of those, the n per task with the most failures (0: all)
 	FNCheck     bool   // the false-negative pre-filter
 	FNRole      string // its role (simulate.FNRole)
 	// Replay.
@@ -58,15 +59,15 @@ func (c *LiC) check() error {
 	if c.MinFailures > max(c.Replicates, 1) {
 		return fmt.Errorf("lic.min_failures is %d, but there are only %d replicates", c.MinFailures, max(c.Replicates, 1))
 	}
-	if c.LastTurns < 0 || c.Reruns < 0 || c.Replicates < 0 || c.MinFailures < 0 {
-		return errors.New("lic: replicates, min_failures, last_turns and reruns must not be negative")
+	if c.LastTurns < 0 || c.Reruns < 0 || c.Replicates < 0 || c.MinFailures < 0 || c.MaxPerTask < 0 {
+		return errors.New("lic: replicates, min_failures, max_per_task, last_turns and reruns must not be negative")
 	}
 	return c.AC3.check()
 }
 
 // poolKey is the pool settings a run's trajectories were derived with.
 func (c *LiC) poolKey(sim *simulate.Stage, check *simulate.FNCheck) string {
-	k := fmt.Sprintf("min_failures=%d;sim=%s*%d", c.MinFailures, sim.Variants()[0].Version, len(sim.Variants()))
+	k := fmt.Sprintf("min_failures=%d;max_per_task=%d;sim=%s*%d", c.MinFailures, c.MaxPerTask, sim.Variants()[0].Version, len(sim.Variants()))
 	if check != nil {
 		k += ";check=" + check.Variants()[0].Version
 	}
@@ -187,7 +188,7 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 		return ok, err
 	}
 
-	acc, err := report.BuildAccuracy(ctx, r.l, report.AccuracyOptions{MinFailures: c.MinFailures, FNCheck: c.FNCheck, Grader: g.Fingerprint()})
+	acc, err := report.BuildAccuracy(ctx, r.l, report.AccuracyOptions{MinFailures: c.MinFailures, MaxPerTask: c.MaxPerTask, FNCheck: c.FNCheck, Grader: g.Fingerprint()})
 	if err != nil {
 		return false, err
 	}
@@ -226,8 +227,13 @@ func (r *runner) licPool(ctx context.Context, c *LiC, sim *simulate.Stage, check
 			return false, err
 		}
 	}
-	sum, err := pipeline.Derive(ctx, r.l, simulate.Origin, ledger.MustOrigins(ledger.OriginSource),
-		simulate.Trajectories(r.l, sim, simulate.Pool{MinFailures: c.MinFailures, Check: check}), pipeline.DeriveOptions{Stop: r.opts.Stop})
+	src := ledger.MustOrigins(ledger.OriginSource)
+	pool := &simulate.Pool{MinFailures: c.MinFailures, MaxPerTask: c.MaxPerTask, Check: check}
+	if err := pool.Rank(ctx, r.l.In(src).EachPage, r.l, sim); err != nil {
+		return false, err
+	}
+	sum, err := pipeline.Derive(ctx, r.l, simulate.Origin, src,
+		simulate.Trajectories(r.l, sim, pool), pipeline.DeriveOptions{Stop: r.opts.Stop})
 	if err != nil {
 		return false, err
 	}

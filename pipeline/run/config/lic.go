@@ -23,6 +23,7 @@ import (
 //	  user_role: user_sim
 //	  respondent: respondent
 //	  min_failures: 3        # keep instances failing in >= k of N; 0: unselected pool
+//	  max_per_task: 25       # of those, the 25 per task failing most; 0: all
 //	  fn_check: true         # the false-negative pre-filter
 //	  fn_role: fn_check
 //	  strategies: [fc, ao, concat, augment, reset, gated-reset, rewrite]
@@ -38,6 +39,7 @@ type licConfig struct {
 	UserRole    string               `yaml:"user_role"`
 	Respondent  string               `yaml:"respondent"`
 	MinFailures int                  `yaml:"min_failures"`
+	MaxPerTask  int                  `yaml:"max_per_task"`
 	FNCheck     bool                 `yaml:"fn_check"`
 	FNRole      string               `yaml:"fn_role"`
 	Strategies  []string             `yaml:"strategies"`
@@ -116,7 +118,7 @@ func (c *File) LiC(base string) (*run.LiC, error) {
 	}
 	return &run.LiC{
 		Replicates: lc.Replicates, Mode: lc.Mode, UserRole: lc.UserRole, Respondent: lc.Respondent,
-		MinFailures: lc.MinFailures, FNCheck: lc.FNCheck, FNRole: lc.FNRole,
+		MinFailures: lc.MinFailures, MaxPerTask: lc.MaxPerTask, FNCheck: lc.FNCheck, FNRole: lc.FNRole,
 		Strategies: lc.Strategies, LastTurns: lc.LastTurns, Reruns: lc.Reruns, Encoding: lc.Encoding,
 		AC3: ac, Grade: g, Workers: c.Run.Workers, Out: cmpOr(rel(lc.Out), c.Run.Out),
 	}, nil

@@ -34,6 +34,9 @@ func TestShippedLiCConfigs(t *testing.T) {
 		if l == nil {
 			t.Fatalf("%s: no lic step", c.file)
 		}
+		if c.check != (l.MaxPerTask == 25) {
+			t.Errorf("%s: max_per_task %d", c.file, l.MaxPerTask)
+		}
 		if l.Replicates != c.replicates || l.MinFailures != c.minFail || l.Mode != c.mode || l.FNCheck != c.check {
 			t.Errorf("%s: %+v", c.file, l)
 		}

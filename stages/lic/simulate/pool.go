@@ -1,8 +1,10 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
@@ -28,15 +30,68 @@ type Pool struct {
 	// instance (the unselected pool). The paper keeps those failing in at
 	// least 60% of five replicates: 3.
 	MinFailures int
+	// MaxPerTask, when above 0, keeps of those only the MaxPerTask per task
+	// with the most failures (ties go to the earlier instance in the run),
+	// as the paper takes the 25 with the highest error rate. Rank must run
+	// first.
+	MaxPerTask int
 	// Check, when set, is the false-negative check's stage; instances it
-	// flagged leave the pool.
+	// flagged leave the pool (after the ranking, as in the paper).
 	Check *FNCheck
+
+	keep map[int64]bool // seqs MaxPerTask keeps, from Rank
 }
 
-// Selected reports whether an instance with these trajectories is in the
+// Selected reports whether instance seq with these trajectories is in the
 // pool by difficulty alone.
-func (p Pool) Selected(trs []Trajectory) bool {
-	return failures(trs) >= p.MinFailures
+func (p *Pool) Selected(seq int64, trs []Trajectory) bool {
+	if failures(trs) < p.MinFailures {
+		return false
+	}
+	return p.MaxPerTask <= 0 || p.keep[seq]
+}
+
+// Pages walks the ingested records a page at a time (a ledger.View's
+// EachPage).
+type Pages func(ctx context.Context, size int, fn func(page []ledger.Stored, after, upto int64) error) error
+
+// Rank finds the instances MaxPerTask keeps. It holds one small record per
+// eligible instance (its seq, task and failures), never a trajectory.
+func (p *Pool) Rank(ctx context.Context, pages Pages, units UnitReader, s *Stage) error {
+	if p.MaxPerTask <= 0 {
+		return nil
+	}
+	type cand struct {
+		seq   int64
+		fails int
+	}
+	byTask := map[string][]cand{}
+	err := pages(ctx, 256, func(page []ledger.Stored, _, _ int64) error {
+		for _, st := range page {
+			trs, err := Stored(ctx, units, s.Variants(), st.Conv.ID)
+			if err != nil {
+				return err
+			}
+			if len(trs) == 0 || trs[0].Skipped != "" {
+				continue
+			}
+			if f := failures(trs); f >= p.MinFailures {
+				byTask[trs[0].Task] = append(byTask[trs[0].Task], cand{st.Seq, f})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ranking the pool: %w", err)
+	}
+	p.keep = map[int64]bool{}
+	for _, cs := range byTask {
+		slices.SortStableFunc(cs, func(a, b cand) int { return cmp.Or(cmp.Compare(b.fails, a.fails), cmp.Compare(a.seq, b.seq)) })
+		for _, c := range cs[:min(len(cs), p.MaxPerTask)] {
+			p.keep[c.seq] = true
+		}
+	}
+	return nil
 }
 
 func failures(trs []Trajectory) int {
@@ -91,13 +146,13 @@ func TrajectoryID(convID string, r int) string { return fmt.Sprintf("%s#%s", con
 // as they were sent and the baseline's answers, with the instance's
 // record as Meta so that graders read it as they read the ingested one.
 // Run it past the barriers of the simulate stage (s) and of the check.
-func Trajectories(units UnitReader, s *Stage, pool Pool) pipeline.Visit {
+func Trajectories(units UnitReader, s *Stage, pool *Pool) pipeline.Visit {
 	return func(ctx context.Context, st ledger.Stored, emit pipeline.Emit) error {
 		trs, err := Stored(ctx, units, s.Variants(), st.Conv.ID)
 		if err != nil {
 			return err
 		}
-		if len(trs) == 0 || trs[0].Skipped != "" || !pool.Selected(trs) {
+		if len(trs) == 0 || trs[0].Skipped != "" || !pool.Selected(st.Seq, trs) {
 			return nil
 		}
 		if pool.Check != nil {

@@ -216,7 +216,28 @@ func TestSimulateGradeCheckDerive(t *testing.T) {
 		t.Errorf("verdict on the passing instance: %+v, %v", v, err)
 	}
 
-	pool := simulate.Pool{MinFailures: 2, Check: check}
+	// The cap keeps the two most-failed per task; four math instances tie
+	// at two failures, so the two earliest are kept.
+	capped := &simulate.Pool{MinFailures: 1, MaxPerTask: 2}
+	src := ledger.MustOrigins(ledger.OriginSource)
+	if err := capped.Rank(ctx, l.In(src).EachPage, l, sim); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	l.In(src).EachPage(ctx, 100, func(page []ledger.Stored, _, _ int64) error {
+		for _, s := range page {
+			trs, _ := simulate.Stored(ctx, l, sim.Variants(), s.Conv.ID)
+			if capped.Selected(s.Seq, trs) {
+				kept = append(kept, s.Conv.ID)
+			}
+		}
+		return nil
+	})
+	if fmt.Sprint(kept) != fmt.Sprint([]string{convs[1].ID, convs[2].ID}) {
+		t.Errorf("the cap kept %v, want %v", kept, []string{convs[1].ID, convs[2].ID})
+	}
+
+	pool := &simulate.Pool{MinFailures: 2, Check: check}
 	ds, err := pipeline.Derive(ctx, l, simulate.Origin, ledger.MustOrigins(ledger.OriginSource), simulate.Trajectories(l, sim, pool), pipeline.DeriveOptions{})
 	if err != nil {
 		t.Fatal(err)
