@@ -8,6 +8,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/lic/replay"
 )
 
 func inspectCommand(e *env) *cli.Command {
@@ -20,8 +21,10 @@ otherwise), with roles, where each message came from, and token totals.
 Model-backed strategies show, above their context, what they decided at the
 turn (action, gate open or closed, resets so far, memory), the calls, tokens
 and dollars it took, and the AC3 analysis (spec, aligned, issues) it decided
-on; an ablated analyzer is labelled ABLATION. Without --turn it lists the
-conversation's curated turns.
+on; an ablated analyzer is labelled ABLATION. On a replayed LiC trajectory
+(conversation <task_id>#r1, ...) the grades of each strategy's reruns follow:
+pass or fail, what was graded, how it was found, the reference and why.
+Without --turn it lists the conversation's curated turns.
 
 Example:
    ac3 inspect --db run.db --conversation aa7c3f49343e097be66442288abd1dac --turn 2
@@ -69,7 +72,10 @@ Example:
 				}
 			}
 			fmt.Fprintf(e.stdout, "conversation %s, turn %d (%s)\n\n", id, c.Int("turn"), s.Conv.Source)
-			return curate.Render(e.stdout, s.Conv, ctxs, width)
+			if err := curate.Render(e.stdout, s.Conv, ctxs, width); err != nil {
+				return err
+			}
+			return replay.Show(c.Context, e.stdout, l, id, c.Int("turn"))
 		},
 	}
 }

@@ -94,7 +94,7 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 		return r.res, err
 	}
 	defer r.l.Close()
-	for _, step := range []func(context.Context) (bool, error){r.ingest, r.annotate, r.curate, r.respond, r.replies, r.judge, r.report, r.exports} {
+	for _, step := range []func(context.Context) (bool, error){r.ingest, r.annotate, r.curate, r.lic, r.respond, r.replies, r.judge, r.report, r.exports} {
 		done, err := step(ctx)
 		if err != nil {
 			return r.res, err
@@ -130,6 +130,11 @@ func (p Plan) check() error {
 			return errors.New("curate: list at least one strategy")
 		}
 		if err := c.AC3.check(); err != nil {
+			return err
+		}
+	}
+	if p.LiC != nil {
+		if err := p.LiC.check(); err != nil {
 			return err
 		}
 	}

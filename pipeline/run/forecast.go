@@ -395,6 +395,9 @@ func (e *forecaster) finish() {
 	if e.ac3 {
 		e.note("AC3 operators are counted as analyzing every turn past their floor (the reset cap is not known in advance), and their contexts there as distinct from every other strategy's: an upper bound")
 	}
+	if e.plan.LiC != nil {
+		e.note("the lic step (simulation, check, replay) is not forecast: its calls depend on the trajectories it has not simulated yet")
+	}
 	e.note("answers already in the run's cache would cost nothing; prices are those of the config")
 	if e.plan.Ingest != nil && e.plan.Ingest.Filter.Dedupe {
 		e.note("duplicates among input files not yet ingested are found with a fixed-size filter; duplicates of conversations already in the run are not")

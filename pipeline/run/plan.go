@@ -28,6 +28,7 @@ type Plan struct {
 	Curate   *Curate
 	Respond  *Respond
 	Replies  *ReviewReplies // pollution of the generated replies, after respond
+	LiC      *LiC           // the LiC replay experiment (lic.go)
 	Judge    *Judge
 	Report   *Report
 	Exports  []Export
@@ -36,7 +37,7 @@ type Plan struct {
 // writes reports whether the plan changes the run file (and so needs it
 // open for writing, creating it if missing).
 func (p Plan) writes() bool {
-	return p.Ingest != nil || p.Annotate != nil || p.Curate != nil || p.Respond != nil || p.Replies != nil || p.Judge != nil
+	return p.Ingest != nil || p.Annotate != nil || p.Curate != nil || p.Respond != nil || p.Replies != nil || p.Judge != nil || p.LiC != nil
 }
 
 // Model says how to reach the models.

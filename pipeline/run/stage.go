@@ -43,6 +43,9 @@ type stageRun struct {
 	// perConversation words the counts as conversations, for stages with
 	// one variant, where a task is a conversation.
 	perConversation bool
+	// scope narrows the conversations the stage runs over (the LiC replay
+	// runs curate and respond over trajectories only); zero: all.
+	scope ledger.Scope
 }
 
 // runStage runs every pending task of the stage with a progress meter
@@ -56,7 +59,7 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 	if err := r.l.SetPlan(ctx, st.Name(), toLedger(st.Variants())); err != nil {
 		return res, err
 	}
-	pending, recorded, err := pipeline.Pending(ctx, r.l, st)
+	pending, recorded, err := pipeline.PendingIn(ctx, r.l, st, s.scope)
 	if err != nil {
 		return res, err
 	}
@@ -80,7 +83,7 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 	// imported into the cache, and the stage passes again.
 	for round := 1; ; round++ {
 		pass, perr := pipeline.Run(ctx, r.l, st, pipeline.Options{
-			Workers: s.workers, Window: s.window, Stop: r.opts.Stop,
+			Workers: s.workers, Window: s.window, Stop: r.opts.Stop, Scope: s.scope,
 			Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
 			OnCommit: func(tasks, _, _ int, tok int64) {
 				m.Add(int64(tasks), tok)

@@ -67,6 +67,10 @@ type File struct {
 	ReportSection map[string]any            `yaml:"report"`
 	Export        []exportSpec              `yaml:"export"`
 	Batch         batchConfig               `yaml:"batch"`
+	// LiCSection is the LiC replay experiment (lic.go); base is the
+	// config file's folder, for its relative paths.
+	LiCSection yaml.Node `yaml:"lic"`
+	base       string
 }
 
 // stagesConfig holds each stage's settings; a stage runs in `ac3 run` when
@@ -167,6 +171,7 @@ func Load(path string, getenv func(string) string) (*File, error) {
 		return filepath.Join(base, p)
 	}
 	cfg.Run.DB, cfg.Run.Out = rel(cfg.Run.DB), rel(cfg.Run.Out)
+	cfg.base = base
 	var files []string
 	for _, f := range cfg.Input.Files {
 		matches, err := filepath.Glob(rel(f))
@@ -490,6 +495,9 @@ func (c *File) Plan(getenv func(string) string) (run.Plan, []string, error) {
 		p.Respond.Samples = c.Samples(p.Respond.Respondents)
 	}
 	if p.Replies, err = c.Replies(); err != nil {
+		return p, nil, err
+	}
+	if p.LiC, err = c.LiC(c.base); err != nil {
 		return p, nil, err
 	}
 	if p.Judge, err = c.Judge(); err != nil {

@@ -1,0 +1,546 @@
+package report
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/stats"
+	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/lic/grade"
+	"github.com/ac3/ac3/stages/lic/replay"
+	"github.com/ac3/ac3/stages/lic/simulate"
+)
+
+// AccuracySchema names the layout of accuracy.json.
+const AccuracySchema = "ac3.accuracy/v1"
+
+// AccuracyOptions configure the accuracy section of a LiC replay.
+type AccuracyOptions struct {
+	Level float64 // Wilson interval level (default 0.95)
+	// FC and AO are the strategies gap closure and the paired tests are
+	// measured against (defaults "fc" and "ao"). A respondent label
+	// (strategy@label) pairs with the reference of the same label.
+	FC, AO string
+	// MinFailures is the difficulty selection the pool was drawn with
+	// (simulate.Pool), reported with the pool.
+	MinFailures int
+	// MaxPerTask is the cap on the pool per task (the most-failed first),
+	// 0 for none.
+	MaxPerTask int
+	// FNCheck says whether the false-negative check was applied.
+	FNCheck bool
+	// Grader is the grader's fingerprint (which databases the SQL ran on,
+	// whether code ran), printed with the table.
+	Grader   string
+	PageSize int
+}
+
+// Accuracy is the accuracy section of a LiC replay: the pool each task
+// ended with, accuracy per task × strategy, and the analyzer's answer leak
+// on math. Its JSON form is accuracy.json.
+type Accuracy struct {
+	Schema   string         `json:"schema"`
+	Run      string         `json:"run"`
+	Level    Num            `json:"level"`
+	Grader   string         `json:"grader"`
+	FC       string         `json:"fc"`
+	AO       string         `json:"ao"`
+	Pool     []PoolRow      `json:"pool"`
+	Cells    []AccuracyCell `json:"cells"`
+	Leak     []LeakRow      `json:"leak,omitempty"`
+	Notes    []string       `json:"notes"`
+	settings AccuracyOptions
+}
+
+// PoolRow says, for one task, how the replay pool was drawn.
+type PoolRow struct {
+	Task      string `json:"task"`
+	Instances int    `json:"instances"` // LiC records simulated
+	// BaselineGraded and BaselinePassed count the simulated trajectories
+	// whose final answer was graded, and passed.
+	BaselineGraded int `json:"baseline_graded"`
+	BaselinePassed int `json:"baseline_passed"`
+	Selected       int `json:"selected"` // instances failing in at least MinFailures replicates (before any cap)
+	Flagged        int `json:"flagged"`  // of those, flagged by the false-negative check
+	Pool           int `json:"pool"`     // instances replayed
+	Trajectories   int `json:"trajectories"`
+}
+
+// AccuracyCell is one task × strategy cell. An item is one trajectory; each
+// item was answered Reruns times. Accuracy pools every graded answer
+// (Passes / N) with its Wilson interval; Mean and SD are over the reruns'
+// accuracies (SD with n − 1; unknown with one rerun). The paired tests
+// match each answer with the reference strategy's answer to the same item
+// and rerun.
+type AccuracyCell struct {
+	Task       string   `json:"task"`
+	Strategy   string   `json:"strategy"`
+	Items      int      `json:"items"`
+	Reruns     int      `json:"reruns"`
+	N          int      `json:"n"`
+	Passes     int      `json:"passes"`
+	Ungraded   int      `json:"ungraded"`
+	Accuracy   Num      `json:"accuracy"`
+	Interval   Interval `json:"interval"`
+	Mean       Num      `json:"mean"`
+	SD         Num      `json:"sd"`
+	GapClosure Num      `json:"gap_closure"`
+	VsFC       *Paired  `json:"vs_fc,omitempty"`
+	VsAO       *Paired  `json:"vs_ao,omitempty"`
+}
+
+// Paired is an exact McNemar test of a strategy against a reference on the
+// same items and reruns: Better counts pairs the strategy got right and the
+// reference wrong, Worse the reverse.
+type Paired struct {
+	Pairs  int `json:"pairs"`
+	Better int `json:"better"`
+	Worse  int `json:"worse"`
+	P      Num `json:"p"`
+}
+
+// LeakRow is the analyzer's answer leak on math for one strategy: the
+// share of its analyses at the replayed turns that contain the reference
+// answer (as a number anywhere in the text).
+type LeakRow struct {
+	Strategy string `json:"strategy"`
+	Analyses int    `json:"analyses"`
+	Leaks    int    `json:"leaks"`
+	Rate     Num    `json:"rate"`
+}
+
+// cellAcc folds one cell.
+type cellAcc struct {
+	items, ungraded int
+	reruns          map[int][2]int // rerun index → passes, graded
+	vsFC, vsAO      Paired
+	hasFC, hasAO    bool
+	maxReruns       int
+	task, strategy  string
+	passes, n       int
+	order           int
+}
+
+// BuildAccuracy folds the run's LiC replay into its accuracy section, a
+// page of conversations at a time: the simulate and check units of the
+// ingested records for the pool, the lic-grade units of the trajectories
+// for the cells, the curate units of math trajectories for the leak.
+func BuildAccuracy(ctx context.Context, src Source, opts AccuracyOptions) (*Accuracy, error) {
+	opts.Level = cmp.Or(opts.Level, 0.95)
+	opts.FC, opts.AO = cmp.Or(opts.FC, "fc"), cmp.Or(opts.AO, "ao")
+	plans, err := src.Plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a := &Accuracy{Schema: AccuracySchema, Level: Num(opts.Level), Grader: opts.Grader, FC: opts.FC, AO: opts.AO, settings: opts}
+	if p := src.Path(); p != "" {
+		a.Run = baseName(p)
+	}
+	pools := map[string]*PoolRow{}
+	pool := func(task string) *PoolRow {
+		if pools[task] == nil {
+			pools[task] = &PoolRow{Task: task}
+		}
+		return pools[task]
+	}
+	cells := map[[2]string]*cellAcc{}
+	gradeOrder := map[string]int{}
+	for i, v := range plans[replay.StageName] {
+		gradeOrder[v.Name] = i
+	}
+	leaks := map[string]*LeakRow{}
+	var leakOrder []string
+	err = src.EachPage(ctx, cmp.Or(opts.PageSize, 512), func(page []ledger.Stored, after, upto int64) error {
+		var src0, sims []ledger.Stored
+		for _, s := range page {
+			switch s.Origin {
+			case ledger.OriginSource:
+				src0 = append(src0, s)
+			case simulate.Origin:
+				sims = append(sims, s)
+			}
+		}
+		if len(src0) > 0 {
+			if err := foldPool(ctx, src, plans, after, upto, opts, pool); err != nil {
+				return err
+			}
+		}
+		if len(sims) > 0 {
+			if err := foldCells(ctx, src, plans, sims, after, upto, opts, cells, gradeOrder, pool); err != nil {
+				return err
+			}
+			if err := foldLeak(ctx, src, plans, sims, after, upto, leaks, &leakOrder); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the accuracy section: %w", err)
+	}
+	for _, t := range sortTasks(pools) {
+		a.Pool = append(a.Pool, *pools[t])
+	}
+	a.finish(cells, opts)
+	for _, s := range leakOrder {
+		r := leaks[s]
+		r.Rate = ratio(int64(r.Leaks), r.Analyses)
+		a.Leak = append(a.Leak, *r)
+	}
+	a.notes(opts)
+	return a, nil
+}
+
+// taskOrder puts the four graded tasks first, in the paper's order.
+func taskOrder(t string) int {
+	switch t {
+	case grade.TaskMath:
+		return 0
+	case grade.TaskCode:
+		return 1
+	case grade.TaskDatabase:
+		return 2
+	case grade.TaskActions:
+		return 3
+	}
+	return 4
+}
+
+func sortTasks[V any](m map[string]V) []string {
+	ts := sortedKeys(m)
+	slices.SortStableFunc(ts, func(a, b string) int { return cmp.Compare(taskOrder(a), taskOrder(b)) })
+	return ts
+}
+
+func foldPool(ctx context.Context, src Source, plans map[string][]ledger.Variant, after, upto int64, opts AccuracyOptions, pool func(string) *PoolRow) error {
+	type inst struct {
+		task          string
+		fails, graded int
+		passed        int
+		skipped       bool
+		n             int
+	}
+	byConv := map[int64]*inst{}
+	err := src.Units(ctx, simulate.StageName, plans[simulate.StageName], after, upto, func(u ledger.Unit) error {
+		if u.Status != ledger.Done {
+			return nil
+		}
+		tr, err := simulate.Decode(u.Output)
+		if err != nil {
+			return err
+		}
+		in := byConv[u.ConvSeq]
+		if in == nil {
+			in = &inst{}
+			byConv[u.ConvSeq] = in
+		}
+		if tr.Skipped != "" {
+			in.skipped = true
+			return nil
+		}
+		in.task, in.n = tr.Task, in.n+1
+		if tr.Grade != nil && tr.Grade.Status != grade.NotGraded {
+			in.graded++
+			if tr.Failed() {
+				in.fails++
+			} else {
+				in.passed++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	flagged := map[int64]bool{}
+	err = src.Units(ctx, simulate.FNStageName, plans[simulate.FNStageName], after, upto, func(u ledger.Unit) error {
+		if u.Status != ledger.Done {
+			return nil
+		}
+		var v simulate.Verdict
+		if err := json.Unmarshal(u.Output, &v); err != nil {
+			return err
+		}
+		flagged[u.ConvSeq] = v.Flagged()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for seq, in := range byConv {
+		if in.skipped || in.task == "" {
+			continue
+		}
+		r := pool(in.task)
+		r.Instances++
+		r.BaselineGraded += in.graded
+		r.BaselinePassed += in.passed
+		if in.fails >= opts.MinFailures {
+			r.Selected++
+			if flagged[seq] {
+				r.Flagged++
+			}
+		}
+	}
+	return nil
+}
+
+func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Variant, sims []ledger.Stored, after, upto int64, opts AccuracyOptions, cells map[[2]string]*cellAcc, order map[string]int, pool func(string) *PoolRow) error {
+	// last is each trajectory's replayed final turn.
+	last := map[int64]int{}
+	for _, s := range sims {
+		last[s.Seq] = s.Conv.UserTurns()
+	}
+	type answers map[string][]grade.Status // strategy → status by rerun index
+	byConv := map[int64]answers{}
+	tasks := map[int64]string{}
+	err := src.Units(ctx, replay.StageName, plans[replay.StageName], after, upto, func(u ledger.Unit) error {
+		if u.Status != ledger.Done || u.Turn != last[u.ConvSeq] {
+			return nil
+		}
+		o, err := replay.Decode(u.Output)
+		if err != nil {
+			return err
+		}
+		if byConv[u.ConvSeq] == nil {
+			byConv[u.ConvSeq] = answers{}
+		}
+		st := make([]grade.Status, 0, len(o.Reruns))
+		for _, g := range o.Reruns {
+			for len(st) <= g.Index {
+				st = append(st, "")
+			}
+			st[g.Index] = g.Grade.Status
+		}
+		byConv[u.ConvSeq][u.Variant] = st
+		tasks[u.ConvSeq] = o.Task
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Every pooled instance has a first replicate, whichever page it is on.
+	for _, s := range sims {
+		in, err := grade.ParseInstance(s.Conv.Meta)
+		if err != nil || in.Task == "" {
+			continue
+		}
+		pool(in.Task).Trajectories++
+		if strings.HasSuffix(s.Conv.ID, "#"+simulate.Replicate(1)) {
+			pool(in.Task).Pool++
+		}
+	}
+	for seq, byStrategy := range byConv {
+		task := tasks[seq]
+		for strategy, st := range byStrategy {
+			k := [2]string{task, strategy}
+			c := cells[k]
+			if c == nil {
+				c = &cellAcc{task: task, strategy: strategy, reruns: map[int][2]int{}, order: order[strategy]}
+				cells[k] = c
+			}
+			c.items++
+			c.maxReruns = max(c.maxReruns, len(st))
+			for i, s := range st {
+				switch s {
+				case grade.Pass, grade.Fail:
+					r := c.reruns[i]
+					r[1]++
+					c.n++
+					if s == grade.Pass {
+						r[0]++
+						c.passes++
+					}
+					c.reruns[i] = r
+				default:
+					c.ungraded++
+				}
+			}
+			pair := func(ref string, p *Paired, has *bool) {
+				rs, ok := byStrategy[withLabel(ref, strategy)]
+				if !ok || withLabel(ref, strategy) == strategy {
+					return
+				}
+				*has = true
+				for i := range min(len(st), len(rs)) {
+					a, b := st[i], rs[i]
+					if (a != grade.Pass && a != grade.Fail) || (b != grade.Pass && b != grade.Fail) {
+						continue
+					}
+					p.Pairs++
+					switch {
+					case a == grade.Pass && b == grade.Fail:
+						p.Better++
+					case a == grade.Fail && b == grade.Pass:
+						p.Worse++
+					}
+				}
+			}
+			pair(opts.FC, &c.vsFC, &c.hasFC)
+			pair(opts.AO, &c.vsAO, &c.hasAO)
+		}
+	}
+	return nil
+}
+
+// withLabel is reference strategy ref answered by the same respondent as
+// variant v (strategy@label).
+func withLabel(ref, v string) string {
+	if _, label, ok := strings.Cut(v, "@"); ok {
+		return ref + "@" + label
+	}
+	return ref
+}
+
+var numberRE = regexp.MustCompile(`[-+]?\$?\d[\d,]*(?:\.\d+)?`)
+
+// containsNumber reports whether text holds want as a number.
+func containsNumber(text string, want float64) bool {
+	for _, m := range numberRE.FindAllString(text, -1) {
+		if n, ok := grade.ParseNumber(m); ok && grade.SameNumber(n.Value, want) {
+			return true
+		}
+	}
+	return false
+}
+
+func foldLeak(ctx context.Context, src Source, plans map[string][]ledger.Variant, sims []ledger.Stored, after, upto int64, leaks map[string]*LeakRow, order *[]string) error {
+	refs := map[int64]float64{}
+	for _, s := range sims {
+		in, err := grade.ParseInstance(s.Conv.Meta)
+		if err != nil || in.Task != grade.TaskMath {
+			continue
+		}
+		if n, ok := grade.GSM8KAnswer(in.Answer); ok {
+			refs[s.Seq] = n.Value
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return src.Units(ctx, curate.StageName, plans[curate.StageName], after, upto, func(u ledger.Unit) error {
+		ref, ok := refs[u.ConvSeq]
+		if !ok || u.Status != ledger.Done {
+			return nil
+		}
+		x, err := curate.DecodeContext(u.Output)
+		if err != nil {
+			return err
+		}
+		if !x.Info.Analyzed {
+			return nil
+		}
+		r := leaks[u.Variant]
+		if r == nil {
+			r = &LeakRow{Strategy: u.Variant}
+			leaks[u.Variant] = r
+			*order = append(*order, u.Variant)
+		}
+		r.Analyses++
+		an := x.Info.Analysis
+		if containsNumber(an.Spec+"\n"+an.Aligned+"\n"+an.Issues, ref) {
+			r.Leaks++
+		}
+		return nil
+	})
+}
+
+func (a *Accuracy) finish(cells map[[2]string]*cellAcc, opts AccuracyOptions) {
+	keys := make([][2]string, 0, len(cells))
+	for k := range cells {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y [2]string) int {
+		return cmp.Or(cmp.Compare(taskOrder(x[0]), taskOrder(y[0])), cmp.Compare(x[0], y[0]),
+			cmp.Compare(cells[x].order, cells[y].order), cmp.Compare(x[1], y[1]))
+	})
+	acc := func(task, strategy string) Num {
+		c := cells[[2]string{task, strategy}]
+		if c == nil {
+			return Num(math.NaN())
+		}
+		return ratio(int64(c.passes), c.n)
+	}
+	for _, k := range keys {
+		c := cells[k]
+		out := AccuracyCell{Task: c.task, Strategy: c.strategy, Items: c.items, Reruns: c.maxReruns, N: c.n, Passes: c.passes, Ungraded: c.ungraded}
+		out.Accuracy = ratio(int64(c.passes), c.n)
+		out.Interval = interval(stats.Wilson(float64(c.passes), c.n, opts.Level))
+		var rates []float64
+		for i := range c.maxReruns {
+			if r := c.reruns[i]; r[1] > 0 {
+				rates = append(rates, float64(r[0])/float64(r[1]))
+			}
+		}
+		out.Mean, out.SD = meanSD(rates)
+		fc, ao := acc(c.task, withLabel(opts.FC, c.strategy)), acc(c.task, withLabel(opts.AO, c.strategy))
+		out.GapClosure = Num(math.NaN())
+		if fc.Known() && ao.Known() && out.Accuracy.Known() && ao != fc {
+			out.GapClosure = (out.Accuracy - fc) / (ao - fc)
+		}
+		if c.hasFC {
+			p := c.vsFC
+			p.P = Num(stats.McNemarExact(p.Better, p.Worse))
+			out.VsFC = &p
+		}
+		if c.hasAO {
+			p := c.vsAO
+			p.P = Num(stats.McNemarExact(p.Better, p.Worse))
+			out.VsAO = &p
+		}
+		a.Cells = append(a.Cells, out)
+	}
+}
+
+func meanSD(xs []float64) (Num, Num) {
+	if len(xs) == 0 {
+		return Num(math.NaN()), Num(math.NaN())
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	m := s / float64(len(xs))
+	if len(xs) < 2 {
+		return Num(m), Num(math.NaN())
+	}
+	var v float64
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return Num(m), Num(math.Sqrt(v / float64(len(xs)-1)))
+}
+
+func (a *Accuracy) notes(opts AccuracyOptions) {
+	sel := "the unselected pool: every simulated instance is replayed"
+	if opts.MinFailures > 0 {
+		sel = fmt.Sprintf("difficulty-selected: instances whose baseline failed in at least %d of their trajectories", opts.MinFailures)
+	}
+	if opts.MaxPerTask > 0 {
+		sel += fmt.Sprintf(", of which the %d per task with the most failures (\"selected\" counts them before this cap)", opts.MaxPerTask)
+	}
+	a.Notes = append(a.Notes, "Pool: "+sel+".")
+	if opts.FNCheck {
+		a.Notes = append(a.Notes, "The false-negative check ran once per instance on the baseline traces; flagged instances are out of every arm.")
+	} else {
+		a.Notes = append(a.Notes, "No false-negative check: no instance was removed for lost information.")
+	}
+	a.Notes = append(a.Notes,
+		"Accuracy pools every graded answer (items × reruns) with a Wilson interval; mean ± sd is over the reruns' accuracies.",
+		fmt.Sprintf("Gap closure is (S − %s) / (%s − %s) on pooled accuracy; McNemar tests are exact, pairing each answer with the reference's answer to the same trajectory and rerun.", opts.FC, opts.AO, opts.FC),
+		"Answers that were not graded (code without --allow-code-exec, tasks without a grader) are left out of n.")
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}

@@ -1,0 +1,95 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// WriteJSON writes accuracy.json's content.
+func (a *Accuracy) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(a)
+}
+
+// pctSD formats a standard deviation of rates in percentage points.
+func pctSD(n Num) string {
+	if !n.Known() {
+		return "—"
+	}
+	return fix(n*100, 1) + "pp"
+}
+
+func paired(p *Paired) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("+%d/−%d p=%s", p.Better, p.Worse, pval(p.P))
+}
+
+// WriteMarkdown writes the accuracy section as Markdown.
+func (a *Accuracy) WriteMarkdown(w io.Writer) error {
+	b := &mdWriter{w: w}
+	b.f("# LiC replay accuracy: %s\n\n", a.Run)
+	if a.Grader != "" {
+		b.f("Grader: `%s`.\n\n", a.Grader)
+	}
+	for _, n := range a.Notes {
+		b.f("> %s\n\n", n)
+	}
+	b.f("## Pool\n\n| task | instances | baseline passed | selected | flagged (false negative) | replayed | trajectories |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, p := range a.Pool {
+		b.f("| %s | %d | %d/%d | %d | %d | %d | %d |\n", p.Task, p.Instances, p.BaselinePassed, p.BaselineGraded, p.Selected, p.Flagged, p.Pool, p.Trajectories)
+	}
+	b.f("\n## Accuracy by task and strategy\n\n")
+	b.f("| task | strategy | items | reruns | n | accuracy | Wilson %s | mean ± sd | gap closure | vs %s (McNemar) | vs %s (McNemar) |\n", pct(a.Level), a.FC, a.AO)
+	b.f("|---|---|---:|---:|---:|---:|---|---|---:|---|---|\n")
+	for _, c := range a.Cells {
+		b.f("| %s | %s | %d | %d | %d | %s | %s | %s ± %s | %s | %s | %s |\n", c.Task, esc(c.Strategy), c.Items, c.Reruns, c.N, pct(c.Accuracy), ivl(c.Interval), pct(c.Mean), pctSD(c.SD), pct(c.GapClosure), paired(c.VsFC), paired(c.VsAO))
+	}
+	b.f("\n")
+	if len(a.Leak) > 0 {
+		b.f("## Analyzer answer leak (math)\n\nShare of the analyzer's outputs at the replayed turns that contain the reference answer.\n\n| strategy | analyses | with the answer | rate |\n|---|---:|---:|---:|\n")
+		for _, l := range a.Leak {
+			b.f("| %s | %d | %d | %s |\n", esc(l.Strategy), l.Analyses, l.Leaks, pct(l.Rate))
+		}
+		b.f("\n")
+	}
+	return b.err
+}
+
+// WriteAccuracy writes accuracy.md and accuracy.json into dir and returns
+// their paths.
+func WriteAccuracy(dir string, a *Accuracy) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("writing the accuracy section: %w", err)
+	}
+	var paths []string
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{"accuracy.md", a.WriteMarkdown}, {"accuracy.json", a.WriteJSON}} {
+		path := filepath.Join(dir, f.name)
+		tmp := path + ".tmp"
+		fh, err := os.Create(tmp)
+		if err != nil {
+			return paths, fmt.Errorf("writing %s: %w", path, err)
+		}
+		err = f.write(fh)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
+		if err != nil {
+			os.Remove(tmp)
+			return paths, fmt.Errorf("writing %s: %w", path, err)
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}

@@ -1,0 +1,42 @@
+package simulate
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/lic/grade"
+)
+
+// Trajectory is what one simulate unit stores: one replicate of one
+// instance's baseline conversation and the grade of its final answer.
+type Trajectory struct {
+	Instance  string         `json:"instance"` // the LiC task_id
+	Task      string         `json:"task"`
+	Replicate int            `json:"replicate"` // 1-based
+	Mode      string         `json:"mode"`
+	System    string         `json:"system"`
+	Messages  []conv.Message `json:"messages"`
+	// Shards are the shards as written, in the order they were revealed
+	// (the false-negative check compares the user's messages with them).
+	Shards   []string      `json:"shards,omitempty"`
+	Model    string        `json:"model,omitempty"`
+	Endpoint string        `json:"endpoint,omitempty"`
+	Grade    *grade.Result `json:"grade,omitempty"`
+	// Skipped says why the conversation was not simulated (not a LiC
+	// record); the other fields are then empty.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// Failed reports whether the baseline's final answer was graded wrong.
+// An ungraded trajectory is neither failed nor passed.
+func (t Trajectory) Failed() bool { return t.Grade != nil && t.Grade.Status == grade.Fail }
+
+// Decode reads a stored simulate unit output.
+func Decode(b []byte) (Trajectory, error) {
+	var t Trajectory
+	if err := json.Unmarshal(b, &t); err != nil {
+		return t, fmt.Errorf("decoding trajectory: %w", err)
+	}
+	return t, nil
+}
