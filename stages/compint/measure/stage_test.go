@@ -3,6 +3,7 @@ package measure_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/compint"
 	"github.com/ac3/ac3/stages/compint/measure"
@@ -177,11 +179,14 @@ func TestMeasure(t *testing.T) {
 	}
 
 	var n int
+	z := measure.NewSummarizer(0)
+	blindSum := 0.0
 	err = l.Units(ctx, measure.StageName, toLedger(ms.Variants()), 0, 1<<62, func(u ledger.Unit) error {
 		if u.Status != ledger.Done {
 			t.Errorf("%s: %s %s", u.Key, u.Status, u.Error)
 			return nil
 		}
+		z.Add(u)
 		o, err := measure.Decode(u.Output)
 		if err != nil {
 			return err
@@ -198,6 +203,9 @@ func TestMeasure(t *testing.T) {
 		}
 		want := map[compint.Group]float64{}
 		var retained bool
+		if o.Strategy == "" && o.Kind == compint.WithoutSC {
+			blindSum += blind
+		}
 		switch {
 		case o.Strategy == "" && o.Kind == compint.WithSC:
 			want[compint.LongWithSC] = 1
@@ -229,6 +237,7 @@ func TestMeasure(t *testing.T) {
 	if n != 4*4+4 {
 		t.Errorf("%d units, want 20", n)
 	}
+	checkSummary(t, z.Summary(), blindSum/4)
 
 	// Nothing is asked twice: running again plans nothing, and a fresh
 	// stage over the same run answers from the run's cache.
@@ -258,5 +267,64 @@ func TestNewRefusesUnknownStrategy(t *testing.T) {
 	}
 	if _, err := measure.New(nil, nil, measure.Options{Orders: "sideways"}); err == nil {
 		t.Error("an unknown order mode was accepted")
+	}
+}
+
+// checkSummary checks the folded section against the scripted model: b is
+// the no-SC baseline's compliance, the share of instances whose drawn
+// order puts the compliant option first (a blind model answers A).
+func checkSummary(t *testing.T, s measure.Summary, b float64) {
+	t.Helper()
+	if s.Instances != 4 || s.Baselines != 4 || s.Failed != 0 || s.Contexts != 2 {
+		t.Errorf("counts %d/%d/%d/%d, want 4 instances, 4 baselines, 0 failed, 2 contexts", s.Instances, s.Baselines, s.Failed, s.Contexts)
+	}
+	type want struct{ retention, comp, effect float64 }
+	wants := map[string]want{"ao": {1, 1, 1}, "fc": {1, 1, 1}, "lt": {0, b, 0}}
+	seen := map[string]bool{}
+	for _, r := range s.Rows {
+		if r.Location != measure.All {
+			// top × explicit × each SC type: 2 instances each.
+			if r.Location != "top" || r.Framing != "explicit" || r.N != 2 {
+				t.Errorf("row %+v", r)
+			}
+			continue
+		}
+		w, ok := wants[r.Strategy]
+		if !ok || seen[r.Strategy] {
+			t.Errorf("unexpected row %+v", r)
+			continue
+		}
+		seen[r.Strategy] = true
+		if r.N != 4 || r.Retention.Value != w.retention || r.Evidence.Value != w.retention || r.Compacted.Value != w.comp ||
+			r.UpperBound.Value != 1 || r.LongWithSC.Value != 1 || r.LongNoSC.Value != b || r.LongNoSC.N != 4 {
+			t.Errorf("%s: %+v", r.Strategy, r)
+		}
+		if b < 1-compint.DefaultMinDenominator {
+			if !r.Effect.Defined || math.Abs(r.Effect.Value-w.effect) > 1e-12 {
+				t.Errorf("%s: effect retention %+v, want %v", r.Strategy, r.Effect, w.effect)
+			}
+		} else if r.Effect.Defined {
+			t.Errorf("%s: effect retention defined over a denominator of %v", r.Strategy, r.Effect.Denominator)
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("pooled rows for %v", seen)
+	}
+	// ao–fc agree everywhere; both keep all 4 SCs lt loses.
+	for _, p := range s.Pairs {
+		wantA, wantP := 0, 1.0
+		if p.B == "lt" && p.Measure == "retention" {
+			wantA, wantP = 4, 0.125
+		}
+		if p.Measure == "compliance" && p.B == "lt" {
+			wantA = int(math.Round(4 * (1 - b)))
+			wantP = stats.McNemarExact(wantA, 0)
+		}
+		if p.N != 4 || p.AOnly != wantA || p.BOnly != 0 || p.P != wantP {
+			t.Errorf("pair %+v, want %d discordant, p %v", p, wantA, wantP)
+		}
+	}
+	if len(s.Pairs) != 6 {
+		t.Errorf("%d pair tests, want 3 pairs × 2 measures", len(s.Pairs))
 	}
 }
