@@ -131,6 +131,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	r.mdCuration(b)
 	r.mdAnnotations(b)
+	r.mdCompInt(b)
 	r.mdProgress(b)
 	b.f("## Cost by role\n\n")
 	if len(r.Cost.ByRole) == 0 {

@@ -37,6 +37,10 @@ type Options struct {
 	// PageSize is how many conversations are read at a time (default
 	// 512). It changes memory and the number of queries, never a number.
 	PageSize int
+	// CompIntMinDenominator is the |c_ub − c_lctx| below which CompInt's
+	// effect retention is left undefined (compint.DefaultMinDenominator
+	// when 0).
+	CompIntMinDenominator float64
 }
 
 func (o Options) stats() stats.Options {
@@ -59,6 +63,7 @@ type Report struct {
 	AnalysisCost  []AnalysisCostRow `json:"analysis_cost,omitempty"` // strategies that call a model
 	Cost          Cost              `json:"cost"`
 	Annotations   *Annotations      `json:"annotations,omitempty"`
+	CompInt       *CompInt          `json:"compint,omitempty"`
 	Notes         []string          `json:"notes"`
 }
 
@@ -241,6 +246,8 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 		return nil, err
 	}
 	f := newFold(plans, so, def.Level)
+	f.compint = newCompIntFold(plans, opts.CompIntMinDenominator)
+	f.compint.watch(f.progress)
 	err = src.EachPage(ctx, cmpOr(opts.PageSize, pageSize), func(_ []ledger.Stored, after, upto int64) error {
 		return f.page(ctx, src, after, upto)
 	})

@@ -139,7 +139,7 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 		return b, nil
 	}
 	b.online = nil
-	b.stage = curate.NewStage(strategies, counter, c.FromTurn)
+	b.stage = curate.NewStage(strategies, counter, c.FromTurn).WithLastTurns(c.LastTurns)
 	return b, nil
 }
 
@@ -231,7 +231,11 @@ func (r *runner) curate(ctx context.Context) (bool, error) {
 		}
 		workers = 1
 	}
-	res, err := r.runStage(ctx, stageRun{label: "curate", stage: b.stage, workers: workers})
+	on, err := ledger.Origins(c.On...)
+	if err != nil {
+		return false, fmt.Errorf("curate on: %w", err)
+	}
+	res, err := r.runStage(ctx, stageRun{label: "curate", stage: b.stage, workers: workers, on: on})
 	if err != nil {
 		return false, err
 	}

@@ -42,6 +42,9 @@ type stageRun struct {
 	// perConversation words the counts as conversations, for stages with
 	// one variant, where a task is a conversation.
 	perConversation bool
+	// on narrows the conversations the stage runs over (a config's `on:`);
+	// the zero Scope leaves the stage's own.
+	on ledger.Scope
 }
 
 // runStage runs every pending task of the stage with a progress meter
@@ -52,10 +55,10 @@ type stageRun struct {
 func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) {
 	st := s.stage
 	res := StageResult{Stage: st.Name(), Label: s.label}
-	if err := r.l.SetPlan(ctx, st.Name(), toLedger(st.Variants())); err != nil {
+	if err := pipeline.RecordPlan(ctx, r.l, st, s.on); err != nil {
 		return res, err
 	}
-	pending, recorded, err := pipeline.Pending(ctx, r.l, st)
+	pending, recorded, err := pipeline.PendingIn(ctx, r.l, st, s.on)
 	if err != nil {
 		return res, err
 	}
@@ -74,7 +77,7 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 	}
 	m := progress.Start(r.progress(), s.label, unit, pending)
 	sum, err := pipeline.Run(ctx, r.l, st, pipeline.Options{
-		Workers: s.workers, Stop: r.opts.Stop,
+		Workers: s.workers, Stop: r.opts.Stop, Scope: s.on,
 		Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
 		OnCommit: func(tasks, _, _ int, tok int64) {
 			m.Add(int64(tasks), tok)
