@@ -8,6 +8,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/compint"
 	"github.com/ac3/ac3/stages/compint/measure"
@@ -170,6 +171,30 @@ func (r *runner) derived(ctx context.Context, origin string) (bool, error) {
 	return false, nil
 }
 
+// build builds the measurement stage over the curate stage's plan; it
+// returns the strategies it scores.
+func (c *CompInt) build(client *llm.Client, units measure.UnitReader, plans map[string][]ledger.Variant, m Model, seed int64) (*measure.Stage, []string, error) {
+	cv, curated := planVersions(plans, curate.StageName)
+	strategies := c.Strategies
+	if len(strategies) == 0 {
+		strategies = curated
+	}
+	set, err := c.set()
+	if err != nil {
+		return nil, nil, err
+	}
+	judgeRole := cmpOr(c.JudgeRole, measure.DefaultJudgeRole)
+	probeRole := cmpOr(c.ProbeRole, measure.DefaultProbeRole)
+	st, err := measure.New(client, units, measure.Options{
+		Strategies: strategies, CurateVersions: cv, Set: set,
+		Orders: compint.OrderMode(c.Orders), Seed: uint64(seed),
+		JudgeRole: judgeRole, ProbeRole: probeRole,
+		JudgeSettings: m.roleSettings(judgeRole), ProbeSettings: m.roleSettings(probeRole),
+		Parallel: c.Parallel,
+	})
+	return st, strategies, err
+}
+
 // compintMeasure scores every instance: retention and compliance per
 // strategy.
 func (r *runner) compintMeasure(ctx context.Context) (bool, error) {
@@ -191,24 +216,7 @@ func (r *runner) compintMeasure(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	cv, curated := planVersions(plans, curate.StageName)
-	strategies := c.Strategies
-	if len(strategies) == 0 {
-		strategies = curated
-	}
-	set, err := c.set()
-	if err != nil {
-		return false, err
-	}
-	judgeRole := cmpOr(c.JudgeRole, measure.DefaultJudgeRole)
-	probeRole := cmpOr(c.ProbeRole, measure.DefaultProbeRole)
-	st, err := measure.New(client, r.l, measure.Options{
-		Strategies: strategies, CurateVersions: cv, Set: set,
-		Orders: compint.OrderMode(c.Orders), Seed: uint64(r.plan.Seed),
-		JudgeRole: judgeRole, ProbeRole: probeRole,
-		JudgeSettings: r.plan.Model.roleSettings(judgeRole), ProbeSettings: r.plan.Model.roleSettings(probeRole),
-		Parallel: c.Parallel,
-	})
+	st, strategies, err := c.build(client, r.l, plans, r.plan.Model, r.plan.Seed)
 	if err != nil {
 		return false, err
 	}
