@@ -84,7 +84,7 @@ type curateConfig struct {
 	Encoding   string               `yaml:"encoding"`
 	On         []string             `yaml:"on"`         // origins curated (source, compint, …); empty: all
 	LastTurns  int                  `yaml:"last_turns"` // curate only the last K user turns; 0: all
-	Extra      map[string]yaml.Node `yaml:",inline"` // AC3 operator settings (ac3Config)
+	Extra      map[string]yaml.Node `yaml:",inline"`    // AC3 operator settings (ac3Config)
 }
 
 // endpointConfig is one OpenAI-compatible server. The key is never in the
