@@ -21,7 +21,7 @@ var (
 	// model client, prompts, tokens, statistics and the engine's own types.
 	engine = []string{"pipeline", "pipeline/conv", "pipeline/ledger", "pipeline/llm", "pipeline/llm/parse", "pipeline/prompt", "pipeline/stats", "pipeline/tokens"}
 	// stages is every stage package.
-	stages = []string{"stages/analyze", "stages/annotator", "stages/classify", "stages/compint", "stages/constraints", "stages/curate", "stages/filter", "stages/lic/grade", "stages/lic/replay", "stages/lic/simulate", "stages/pollution", "stages/respond"}
+	stages = []string{"stages/analyze", "stages/annotator", "stages/classify", "stages/compint", "stages/compint/measure", "stages/constraints", "stages/curate", "stages/filter", "stages/lic/grade", "stages/lic/replay", "stages/lic/simulate", "stages/pollution", "stages/respond"}
 	// readers and writers of every format.
 	formats = []string{"io/arrowipc", "io/atomicfile", "io/compress", "io/detect", "io/jsonl", "io/lic", "io/openaichat", "io/parquetio", "io/record", "io/sharegpt", "io/wildchat"}
 )
@@ -94,8 +94,10 @@ var allowed = map[string][]string{
 	"stages/pollution": with(engine, "stages/annotator", "stages/respond"),
 	// compint builds CompInt instances and their probes; lic/grade grades
 	// Lost-in-Conversation answers (its SQL runs in SQLite of its own).
-	"stages/compint":   with(engine),
-	"stages/lic/grade": {"pipeline/llm/parse"},
+	"stages/compint": with(engine),
+	// measure scores CompInt instances from the contexts curate built.
+	"stages/compint/measure": with(engine, "stages/compint", "stages/curate"),
+	"stages/lic/grade":       {"pipeline/llm/parse"},
 	// lic/simulate plays the baseline trajectories out and grades them;
 	// lic/replay grades what respond regenerated on them.
 	"stages/lic/simulate": with(engine, "stages/lic/grade"),

@@ -37,6 +37,7 @@ type fold struct {
 	types     map[pageTurn]string // turn types of the page being read
 	progress  *progressLog
 	level     float64
+	compint   *compintFold // nil when the run has no CompInt stage
 }
 
 func newFold(plans map[string][]ledger.Variant, so stats.Options, level float64) *fold {
@@ -104,6 +105,9 @@ func (f *fold) page(ctx context.Context, src Source, after, upto int64) error {
 		}
 	}
 	f.arms.endPage()
+	if err := f.compint.page(ctx, src, after, upto, f.progress); err != nil {
+		return err
+	}
 	return f.convs.endPage()
 }
 
@@ -129,6 +133,7 @@ func (f *fold) fill(r *Report) error {
 	f.cur.fill(r, f.level)
 	r.Annotations = f.ann.annotations()
 	r.ReplyPollution = f.replies.report()
+	f.compint.fill(r)
 	return nil
 }
 

@@ -94,6 +94,9 @@ svg{display:block;margin:.4rem 0 1rem;max-width:100%;height:auto}svg text{font-f
 	r.htmlCuration(&b)
 	r.htmlAnnotations(&b)
 	r.htmlReplyPollution(&b)
+	if err := r.htmlCompInt(&b); err != nil {
+		return fmt.Errorf("rendering the CompInt section: %w", err)
+	}
 	r.htmlProgress(&b)
 	r.htmlLearned(&b)
 	b.WriteString("<h2>Cost by role</h2>\n")

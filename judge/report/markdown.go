@@ -135,6 +135,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	r.mdCuration(b)
 	r.mdAnnotations(b)
 	r.mdReplyPollution(b)
+	r.mdCompInt(b)
 	r.mdProgress(b)
 	r.mdLearned(b)
 	b.f("## Cost by role\n\n")

@@ -37,6 +37,10 @@ type Options struct {
 	// PageSize is how many conversations are read at a time (default
 	// 512). It changes memory and the number of queries, never a number.
 	PageSize int
+	// CompIntMinDenominator is the |c_ub − c_lctx| below which CompInt's
+	// effect retention is left undefined (compint.DefaultMinDenominator
+	// when 0).
+	CompIntMinDenominator float64
 }
 
 func (o Options) stats() stats.Options {
@@ -66,8 +70,9 @@ type Report struct {
 	// MemorySplit is the offline memory's learning split (learned.go).
 	MemorySplit *MemorySplit `json:"memory_split,omitempty"`
 	// Policy is the adaptive policy fitted on this run (learned.go).
-	Policy *AdaptivePolicy `json:"adaptive_policy,omitempty"`
-	Notes  []string        `json:"notes"`
+	Policy  *AdaptivePolicy `json:"adaptive_policy,omitempty"`
+	CompInt *CompInt        `json:"compint,omitempty"`
+	Notes   []string        `json:"notes"`
 }
 
 // Settings says how the numbers were computed.
@@ -271,6 +276,8 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 		return nil, err
 	}
 	f := newFold(plans, so, def.Level)
+	f.compint = newCompIntFold(plans, opts.CompIntMinDenominator)
+	f.compint.watch(f.progress)
 	err = src.EachPage(ctx, cmpOr(opts.PageSize, pageSize), r.MemorySplit.evalPages(func(_ []ledger.Stored, after, upto int64) error {
 		return f.page(ctx, src, after, upto)
 	}))

@@ -153,7 +153,7 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 		return b, nil
 	}
 	b.online = nil
-	st := curate.NewStage(strategies, counter, c.FromTurn)
+	st := curate.NewStage(strategies, counter, c.FromTurn).WithLastTurns(c.LastTurns)
 	if b.split.Excluded {
 		st.WithLearningSplit(b.split.LastSeq)
 		e.logf("curate: offline memory %s: the %d conversations it was learned on (seq <= %d) are left out of the strategies that use it and of the report (stages.curate.memory.include_learning: true keeps them)\n",
@@ -259,7 +259,11 @@ func (r *runner) curate(ctx context.Context) (bool, error) {
 		}
 		workers = 1
 	}
-	res, err := r.runStage(ctx, stageRun{label: "curate", stage: b.stage, workers: workers, window: c.Window})
+	on, err := ledger.Origins(c.On...)
+	if err != nil {
+		return false, fmt.Errorf("curate on: %w", err)
+	}
+	res, err := r.runStage(ctx, stageRun{label: "curate", stage: b.stage, workers: workers, window: c.Window, scope: on})
 	if err != nil {
 		return false, err
 	}

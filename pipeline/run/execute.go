@@ -94,7 +94,7 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 		return r.res, err
 	}
 	defer r.l.Close()
-	for _, step := range []func(context.Context) (bool, error){r.ingest, r.annotate, r.curate, r.lic, r.respond, r.replies, r.judge, r.report, r.exports} {
+	for _, step := range []func(context.Context) (bool, error){r.ingest, r.compintBuild, r.annotate, r.curate, r.lic, r.respond, r.replies, r.judge, r.compintMeasure, r.report, r.exports} {
 		done, err := step(ctx)
 		if err != nil {
 			return r.res, err
@@ -130,6 +130,17 @@ func (p Plan) check() error {
 			return errors.New("curate: list at least one strategy")
 		}
 		if err := c.AC3.check(); err != nil {
+			return err
+		}
+		if _, err := ledger.Origins(c.On...); err != nil {
+			return fmt.Errorf("curate on: %w", err)
+		}
+		if c.LastTurns > 0 && c.AC3.Memory == MemoryOnline {
+			return errors.New("curate: last_turns cannot be used with the online memory, which learns from every turn in order")
+		}
+	}
+	if c := p.CompInt; c != nil {
+		if err := c.check(); err != nil {
 			return err
 		}
 	}

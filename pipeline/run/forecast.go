@@ -15,6 +15,8 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/stages/compint"
+	"github.com/ac3/ac3/stages/compint/measure"
 )
 
 // Forecast is a dry run's prediction of what a plan would do: per stage,
@@ -64,6 +66,7 @@ type StageForecast struct {
 
 	stage pipeline.Stage
 	lv    []ledger.Variant
+	scope ledger.Scope // the conversations the stage runs over
 }
 
 // emptyUnits is the unit store of a run that does not exist yet.
@@ -83,6 +86,15 @@ type forecaster struct {
 	notes   bytes.Buffer
 	fc      Forecast
 	ac3     bool // the curate stage runs a model-backed strategy
+	// compint stitches the source conversations into CompInt instances as
+	// the run would, when the run has not built them yet; nil otherwise.
+	compint *compintSim
+}
+
+// compintSim builds the CompInt instances a run would derive.
+type compintSim struct {
+	st *compint.Stitcher
+	bd *compint.Builder
 }
 
 // Estimate forecasts plan without running it: it builds every stage as the
@@ -138,12 +150,18 @@ func (e *forecaster) build(ctx context.Context) error {
 			return err
 		}
 	}
+	var on ledger.Scope // the scope the next stage's config narrows it to
 	add := func(label string, st pipeline.Stage, skipped string) {
 		sf := StageForecast{Label: label, Skipped: skipped, stage: st}
 		if st != nil {
 			sf.Stage = st.Name()
 			sf.lv = toLedger(st.Variants())
 			plans[st.Name()] = sf.lv
+			scope, err := pipeline.StageScope(st, on)
+			if err != nil {
+				sf.Skipped, sf.stage = "the run would stop here: "+err.Error(), nil
+			}
+			sf.scope = scope
 		} else {
 			sf.Stage = strings.Fields(label)[0]
 		}
@@ -170,6 +188,10 @@ func (e *forecaster) build(ctx context.Context) error {
 		units = e.l
 	}
 	if c := e.plan.Curate; c != nil {
+		var err error
+		if on, err = ledger.Origins(c.On...); err != nil {
+			return err
+		}
 		b, err := c.build(ctx, curateEnv{l: e.l, units: units, plans: plans, log: &e.notes, client: e.client, noModel: e.noModel})
 		switch {
 		case err != nil:
@@ -178,6 +200,7 @@ func (e *forecaster) build(ctx context.Context) error {
 			add("curate", nil, "no strategy left to run")
 		default:
 			add("curate", b.stage, "")
+			on = ledger.AllOrigins
 			e.ac3 = b.model
 			if b.split.Excluded {
 				fmt.Fprintf(&e.notes, "curate: the forecast counts the offline memory's learning conversations too (an upper bound)\n")
@@ -214,8 +237,68 @@ func (e *forecaster) build(ctx context.Context) error {
 			add("judge", st, "")
 		}
 	}
+	on = ledger.AllOrigins
+	if c := e.plan.CompInt; c != nil {
+		if err := e.buildCompInt(ctx, c, units, plans, add); err != nil {
+			return err
+		}
+	}
 	e.fc.Exports = e.plan.Exports
 	return nil
+}
+
+// buildCompInt adds the CompInt measurement stage, and when the run has no
+// instances yet, sets up the stitching that predicts them.
+func (e *forecaster) buildCompInt(ctx context.Context, c *CompInt, units measure.UnitReader, plans map[string][]ledger.Variant, add func(string, pipeline.Stage, string)) error {
+	built := false
+	if e.l != nil {
+		ds, err := e.l.DerivedOrigins(ctx)
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			if d.Origin == measure.Origin {
+				built = true
+				if !d.Finished {
+					e.note("compint: the run's instances are only partly built; those not built yet are not counted")
+				}
+			}
+		}
+	}
+	if !built {
+		st, bd, err := c.builders(uint64(e.plan.Seed))
+		if err != nil {
+			return err
+		}
+		e.compint = &compintSim{st: st, bd: bd}
+	}
+	if e.client == nil {
+		add("compint", nil, e.noModel.Error())
+		return nil
+	}
+	st, _, err := c.build(e.client, units, plans, e.plan.Model, e.plan.Seed)
+	if err != nil {
+		add("compint", nil, "the run would stop here: "+err.Error())
+		return nil
+	}
+	add("compint", st, "")
+	return nil
+}
+
+// source offers an ingested conversation to the CompInt stitching, and
+// forecasts the instances it completes.
+func (e *forecaster) source(ctx context.Context, c *conv.Conversation, none []map[ledger.TaskID]string) error {
+	sim := e.compint
+	if sim == nil || sim.st.Done() {
+		return nil
+	}
+	b := sim.st.Add(c)
+	if b == nil {
+		return nil
+	}
+	return sim.bd.Expand(b, func(in *compint.Instance) error {
+		return e.conversation(ctx, 0, measure.Origin, in.Conv, none)
+	})
 }
 
 // walk goes through the run's conversations, then those of the input
@@ -233,9 +316,15 @@ func (e *forecaster) walk(ctx context.Context) error {
 					return err
 				}
 			}
+			none := make([]map[ledger.TaskID]string, len(e.fc.Stages))
 			for _, s := range page {
-				if err := e.conversation(ctx, s.Seq, s.Conv, recorded); err != nil {
+				if err := e.conversation(ctx, s.Seq, s.Origin, s.Conv, recorded); err != nil {
 					return err
+				}
+				if s.Origin == ledger.OriginSource {
+					if err := e.source(ctx, s.Conv, none); err != nil {
+						return err
+					}
 				}
 			}
 			return nil
@@ -252,16 +341,16 @@ func (e *forecaster) walk(ctx context.Context) error {
 
 // conversation asks every stage about one conversation. recorded holds,
 // per stage, the tasks earlier runs recorded (nil: none).
-func (e *forecaster) conversation(ctx context.Context, seq int64, c *conv.Conversation, recorded []map[ledger.TaskID]string) error {
+func (e *forecaster) conversation(ctx context.Context, seq int64, origin string, c *conv.Conversation, recorded []map[ledger.TaskID]string) error {
 	e.fc.Conversations++
 	f := pipeline.NewForecast(ratioCounter(e.counter, c))
 	sent := map[string]bool{}
 	for i := range e.fc.Stages {
 		sf := &e.fc.Stages[i]
-		if sf.stage == nil {
+		if sf.stage == nil || !sf.scope.Has(origin) {
 			continue
 		}
-		t := pipeline.Task{Seq: seq, Conv: c}
+		t := pipeline.Task{Seq: seq, Conv: c, Origin: origin}
 		for _, v := range sf.lv {
 			if _, ok := recorded[i][ledger.TaskID{Stage: sf.Stage, Variant: v.Name, Version: v.Version, ConvSeq: seq}]; ok {
 				sf.DoneTasks++
@@ -364,7 +453,11 @@ func (e *forecaster) inputs(ctx context.Context) error {
 			if in.Filter.Dedupe && !seen.add(rec.Conv.ContentHash()) {
 				continue
 			}
-			if err := e.conversation(ctx, 0, rec.Conv, none); err != nil {
+			if err := e.conversation(ctx, 0, ledger.OriginSource, rec.Conv, none); err != nil {
+				rd.Close()
+				return err
+			}
+			if err := e.source(ctx, rec.Conv, none); err != nil {
 				rd.Close()
 				return err
 			}

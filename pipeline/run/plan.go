@@ -30,6 +30,7 @@ type Plan struct {
 	Replies  *ReviewReplies // pollution of the generated replies, after respond
 	LiC      *LiC           // the LiC replay experiment (lic.go)
 	Judge    *Judge
+	CompInt  *CompInt
 	Report   *Report
 	Exports  []Export
 }
@@ -37,7 +38,7 @@ type Plan struct {
 // writes reports whether the plan changes the run file (and so needs it
 // open for writing, creating it if missing).
 func (p Plan) writes() bool {
-	return p.Ingest != nil || p.Annotate != nil || p.Curate != nil || p.Respond != nil || p.Replies != nil || p.Judge != nil || p.LiC != nil
+	return p.Ingest != nil || p.Annotate != nil || p.Curate != nil || p.Respond != nil || p.Replies != nil || p.Judge != nil || p.LiC != nil || p.CompInt != nil
 }
 
 // Model says how to reach the models.
@@ -133,9 +134,15 @@ type Curate struct {
 	Strategies []string // strategy names, with +constraints overlays
 	FromTurn   int      // first user turn curated (curate.DefaultFrom when 0)
 	Encoding   string   // tokenizer encoding (tokens.DefaultEncoding when "")
-	Workers    int      // conversations curated at once by rule-based strategies (CPU)
-	Window     int      // tasks open when a strategy calls the analyzer (0: derived)
-	AC3        AC3
+	// On narrows the conversations curated to these origins ("source" for
+	// ingested ones, "compint" for CompInt instances); empty: every origin.
+	On []string
+	// LastTurns curates only the last K user turns of each conversation
+	// (1 for CompInt's probe turn); 0 curates every turn from FromTurn on.
+	LastTurns int
+	Workers   int // conversations curated at once by rule-based strategies (CPU)
+	Window    int // tasks open when a strategy calls the analyzer (0: derived)
+	AC3       AC3
 }
 
 // The regimes of the AC3 memory.

@@ -56,7 +56,7 @@ type stageRun struct {
 func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) {
 	st := s.stage
 	res := StageResult{Stage: st.Name(), Label: s.label}
-	if err := r.l.SetPlan(ctx, st.Name(), toLedger(st.Variants())); err != nil {
+	if err := pipeline.RecordPlan(ctx, r.l, st, s.scope); err != nil {
 		return res, err
 	}
 	pending, recorded, err := pipeline.PendingIn(ctx, r.l, st, s.scope)

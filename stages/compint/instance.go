@@ -220,6 +220,9 @@ func NewBuilder(tok *tokens.Counter, set *Set, opt Options) (*Builder, error) {
 // Options returns the options in effect (defaults filled).
 func (bd *Builder) Options() Options { return bd.opt }
 
+// Set returns the SCs the builder injects.
+func (bd *Builder) Set() *Set { return bd.set }
+
 // PerContext is how many instances Expand makes from one context.
 func (bd *Builder) PerContext() int {
 	return len(bd.set.SCs) * (1 + len(bd.opt.Locations)*len(bd.opt.Framings))

@@ -84,13 +84,16 @@ type stagesConfig struct {
 	Pollution   yaml.Node     `yaml:"pollution"`
 	Respond     yaml.Node     `yaml:"respond"`
 	Judge       yaml.Node     `yaml:"judge"`
+	CompInt     yaml.Node     `yaml:"compint"`
 }
 
 type curateConfig struct {
 	FromTurn   int                  `yaml:"from_turn"`
 	Strategies []string             `yaml:"strategies"`
 	Encoding   string               `yaml:"encoding"`
-	Extra      map[string]yaml.Node `yaml:",inline"` // AC3 operator settings (ac3Config)
+	On         []string             `yaml:"on"`         // origins curated (source, compint, …); empty: all
+	LastTurns  int                  `yaml:"last_turns"` // curate only the last K user turns; 0: all
+	Extra      map[string]yaml.Node `yaml:",inline"`    // AC3 operator settings (ac3Config)
 }
 
 // endpointConfig is one OpenAI-compatible server. The key is never in the
@@ -503,8 +506,14 @@ func (c *File) Plan(getenv func(string) string) (run.Plan, []string, error) {
 	if p.Judge, err = c.Judge(); err != nil {
 		return p, nil, err
 	}
+	if p.CompInt, err = c.CompInt(); err != nil {
+		return p, nil, err
+	}
 	if p.Report, err = c.Report(); err != nil {
 		return p, nil, err
+	}
+	if p.Report != nil && p.CompInt != nil {
+		p.Report.Options.CompIntMinDenominator = p.CompInt.MinDenominator
 	}
 	for _, x := range c.Export {
 		out := x.Out
@@ -654,7 +663,10 @@ func CheckMemory(regime string) error {
 func (cfg *File) Curate() (run.Curate, error) {
 	cu := cfg.Stages.Curate
 	ac, err := cfg.AC3()
-	return run.Curate{Strategies: cu.Strategies, FromTurn: cu.FromTurn, Encoding: cu.Encoding, Workers: cfg.Run.Workers, Window: cfg.Run.Window, AC3: ac}, err
+	if cu.LastTurns < 0 {
+		return run.Curate{}, fmt.Errorf("stages.curate.last_turns: %d, want 0 (every turn) or more", cu.LastTurns)
+	}
+	return run.Curate{Strategies: cu.Strategies, FromTurn: cu.FromTurn, Encoding: cu.Encoding, On: cu.On, LastTurns: cu.LastTurns, Workers: cfg.Run.Workers, Window: cfg.Run.Window, AC3: ac}, err
 }
 
 // Model turns the config's endpoints, models and roles (or, without

@@ -1,0 +1,88 @@
+package measure
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/stages/compint"
+	"github.com/ac3/ac3/stages/curate"
+)
+
+// Answer lengths the estimate expects: a letter for a probe, a short
+// tagged YES or NO for the judge (reasoning models write more; their
+// max_tokens caps it).
+const (
+	probeTokens     = 8
+	retentionTokens = 24
+	// mcqTokens is what the question and its two options add to a context.
+	mcqTokens = 80
+)
+
+// Estimate implements pipeline.Estimator: per instance, one probe per
+// order from the full context; per strategy on an instance with the SC,
+// the retention judge and one probe per order from the compacted context
+// and from the upper bound. Contexts already curated are read as stored,
+// the others come from the curate stage's forecast. A compacted context
+// equal to the full one (fc) is the same request, counted once.
+func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
+	meta, ok, err := compint.ReadMeta(t.Conv)
+	if err != nil || !ok {
+		return nil, err
+	}
+	orders, err := compint.Orders(s.opts.Orders, s.opts.Seed, meta.BaseID, meta.SCID)
+	if err != nil {
+		return nil, err
+	}
+	probe := func(ctxKey string, tokens int, g string) []pipeline.Call {
+		var out []pipeline.Call
+		for _, o := range orders {
+			out = append(out, pipeline.Call{Role: s.opts.ProbeRole, Key: pipeline.KeyOf(StageName, s.opts.ProbeSettings, g, string(o), ctxKey),
+				PromptTokens: tokens + mcqTokens, CompletionTokens: probeTokens})
+		}
+		return out
+	}
+	stored := map[string]pipeline.Predicted{}
+	if meta.Kind == compint.WithSC && s.units != nil {
+		us, err := s.units.ConversationUnits(ctx, curate.StageName, t.Conv.ID, meta.ProbeTurn)
+		if err != nil {
+			return nil, fmt.Errorf("reading curated contexts of %s: %w", t.Conv.ID, err)
+		}
+		for _, u := range us {
+			if u.Status != ledger.Done || s.curate[u.Variant] != u.Version {
+				continue
+			}
+			x, err := curate.DecodeContext(u.Output)
+			if err != nil {
+				return nil, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
+			}
+			stored[u.Variant] = pipeline.Predicted{Key: pipeline.MessagesKey(x.Materialize(t.Conv)), Tokens: x.Tokens}
+		}
+	}
+	var calls []pipeline.Call
+	for _, v := range t.Variants {
+		if v.Name == LongVariant {
+			full, ok := t.Conv.ContextBefore(meta.ProbeTurn)
+			if !ok {
+				continue
+			}
+			calls = append(calls, probe(pipeline.MessagesKey(full), f.MessagesTokens(full), "plain")...)
+			continue
+		}
+		if meta.Kind != compint.WithSC {
+			continue
+		}
+		cx, ok := stored[v.Name]
+		if !ok {
+			if cx, ok = f.Get(curate.StageName, v.Name, meta.ProbeTurn); !ok {
+				continue
+			}
+		}
+		calls = append(calls, pipeline.Call{Role: s.opts.JudgeRole, Key: pipeline.KeyOf(StageName, s.opts.JudgeSettings, "retention", cx.Key),
+			PromptTokens: cx.Tokens + mcqTokens, CompletionTokens: retentionTokens})
+		calls = append(calls, probe(cx.Key, cx.Tokens, "plain")...)
+		calls = append(calls, probe(cx.Key, cx.Tokens, "ub")...)
+	}
+	return calls, nil
+}
