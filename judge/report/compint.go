@@ -3,7 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
-	"html/template"
+	"html"
 	"io"
 	"strings"
 
@@ -187,32 +187,36 @@ func (r *Report) mdCompInt(b *mdWriter) {
 	b.f("\n")
 }
 
-var compintHTML = template.Must(template.New("compint").Funcs(template.FuncMap{"pval": pval}).Parse(`
-<section id="compint"><h2>CompInt: session constraints under each strategy</h2>
-<p>{{.Intro}}</p>
-<p>{{.C.Instances}} instances with the SC and {{.C.Baselines}} no-SC baselines from {{.C.Contexts}} stitched contexts; {{.C.Failed}} units failed or unreadable.</p>
-<table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
-{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</tbody></table>
-{{if .C.Pairs}}<table><thead><tr><th>A</th><th>B</th><th>measure</th><th>n</th><th>only A</th><th>only B</th><th>p (exact McNemar)</th></tr></thead><tbody>
-{{range .C.Pairs}}<tr><td>{{.A}}</td><td>{{.B}}</td><td>{{.Measure}}</td><td>{{.N}}</td><td>{{.AOnly}}</td><td>{{.BOnly}}</td><td>{{pval .P}}</td></tr>
-{{end}}</tbody></table>{{end}}
-</section>
-`))
-
 func (r *Report) htmlCompInt(w io.Writer) error {
 	c := r.CompInt
 	if c == nil {
 		return nil
 	}
-	rows := make([][]string, len(c.Rows))
-	for i, x := range c.Rows {
-		rows[i] = x.cells()
+	e := html.EscapeString
+	var b strings.Builder
+	fmt.Fprintf(&b, "<section id=\"compint\"><h2>CompInt: session constraints under each strategy</h2>\n<p>%s</p>\n", e(compintIntro))
+	fmt.Fprintf(&b, "<p>%d instances with the SC and %d no-SC baselines from %d stitched contexts; %d units failed or unreadable.</p>\n<table><thead><tr>",
+		c.Instances, c.Baselines, c.Contexts, c.Failed)
+	for _, h := range compintHeader {
+		fmt.Fprintf(&b, "<th>%s</th>", e(h))
 	}
-	return compintHTML.Execute(w, struct {
-		Intro  string
-		C      *CompInt
-		Header []string
-		Rows   [][]string
-	}{compintIntro, c, compintHeader, rows})
+	b.WriteString("</tr></thead><tbody>\n")
+	for _, x := range c.Rows {
+		b.WriteString("<tr>")
+		for _, cell := range x.cells() {
+			fmt.Fprintf(&b, "<td>%s</td>", e(cell))
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody></table>\n")
+	if len(c.Pairs) > 0 {
+		b.WriteString("<table><thead><tr><th>A</th><th>B</th><th>measure</th><th>n</th><th>only A</th><th>only B</th><th>p (exact McNemar)</th></tr></thead><tbody>\n")
+		for _, p := range c.Pairs {
+			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td></tr>\n", e(p.A), e(p.B), e(p.Measure), p.N, p.AOnly, p.BOnly, pval(p.P))
+		}
+		b.WriteString("</tbody></table>\n")
+	}
+	b.WriteString("</section>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
 }
