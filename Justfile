@@ -4,8 +4,8 @@ default:
     @just --list
 
 # Build the ac3 binary into bin/ (paths trimmed, symbols stripped; `go
-# version -m bin/ac3` still lists every module version). About 50 MB; CI
-# (.ci/run) fails above 50,000,000 bytes.
+# version -m bin/ac3` still lists every module version). About 51 MB; CI
+# (.ci/run) fails above 50 MiB.
 build:
     go build -trimpath -ldflags "-s -w" -o bin/ac3 ./cmd/ac3
 
