@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -68,6 +70,11 @@ type Options struct {
 func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error) {
 	var lock *writerLock
 	if !opts.ReadOnly {
+		// A writer creates the run's folder, as it creates the run file;
+		// the lock file beside it needs the folder first.
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("creating the folder of run %s: %w", path, err)
+		}
 		if lock, err = lockRun(path); err != nil {
 			return nil, err
 		}

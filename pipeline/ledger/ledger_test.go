@@ -213,3 +213,13 @@ func TestLLMCacheAndRecorder(t *testing.T) {
 		t.Fatalf("status spend = %v, want 0.75", st.SpendUSD)
 	}
 }
+
+// A writer opening a run in a folder that does not exist yet creates it.
+func TestOpenCreatesTheRunFolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new", "folder", "run.db")
+	l, err := ledger.Open(context.Background(), path, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}
