@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -203,14 +202,9 @@ func (r *runner) compintMeasure(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	r.heading("compint: retention and compliance")
-	client, err := r.plan.Model.client(ctx, r.l, nil, r.opts.Progress)
-	if errors.Is(err, ErrNoEndpoint) {
-		r.logf("compint: skipped, it needs a model: %v\n", err)
-		r.res.Stages = append(r.res.Stages, StageResult{Stage: measure.StageName, Label: measure.StageName, Skipped: err.Error()})
-		return true, nil
-	}
-	if err != nil {
-		return false, err
+	client, err := r.modelClient(ctx, measure.StageName)
+	if err != nil || client == nil {
+		return err == nil, err
 	}
 	plans, err := r.l.Plans(ctx)
 	if err != nil {

@@ -78,14 +78,9 @@ func (r *runner) respond(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	r.heading("respond (%s)", strings.Join(a.Strategies, ","))
-	client, err := r.plan.Model.client(ctx, r.l, nil, r.opts.Progress)
-	if errors.Is(err, ErrNoEndpoint) {
-		r.logf("respond: skipped, it needs a model: %v\n", err)
-		r.res.Stages = append(r.res.Stages, StageResult{Stage: respond.StageName, Label: respond.StageName, Skipped: err.Error()})
-		return true, nil
-	}
-	if err != nil {
-		return false, err
+	client, err := r.modelClient(ctx, respond.StageName)
+	if err != nil || client == nil {
+		return err == nil, err
 	}
 	plans, err := r.l.Plans(ctx)
 	if err != nil {
@@ -108,14 +103,9 @@ func (r *runner) judge(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	r.heading("judge (%s, order %s)", strings.Join(a.Pairs, ","), cmpOr(a.Order, judge.OrderRandom))
-	client, err := r.plan.Model.client(ctx, r.l, nil, r.opts.Progress)
-	if errors.Is(err, ErrNoEndpoint) {
-		r.logf("judge: skipped, it needs a model: %v\n", err)
-		r.res.Stages = append(r.res.Stages, StageResult{Stage: judge.StageName, Label: judge.StageName, Skipped: err.Error()})
-		return true, nil
-	}
-	if err != nil {
-		return false, err
+	client, err := r.modelClient(ctx, judge.StageName)
+	if err != nil || client == nil {
+		return err == nil, err
 	}
 	plans, err := r.l.Plans(ctx)
 	if err != nil {
@@ -141,4 +131,17 @@ func cmpOr[T comparable](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// modelClient is the model client for a model-backed stage, or nil when no
+// endpoint is configured: the stage is then skipped, with one line in the
+// log and a StageResult saying why.
+func (r *runner) modelClient(ctx context.Context, stage string) (*llm.Client, error) {
+	client, err := r.plan.Model.client(ctx, r.l, nil, r.opts.Progress)
+	if errors.Is(err, ErrNoEndpoint) {
+		r.logf("%s: skipped, it needs a model: %v\n", stage, err)
+		r.res.Stages = append(r.res.Stages, StageResult{Stage: stage, Label: stage, Skipped: err.Error()})
+		return nil, nil
+	}
+	return client, err
 }
