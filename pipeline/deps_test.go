@@ -54,7 +54,9 @@ var allowed = map[string][]string{
 	"io/atomicfile":        {},
 	"io/compress":          {},
 	"pipeline/llm/llmtest": {},
-	"pipeline/bench":       {},
+	// compinttest scripts a model for CompInt tests (tests only).
+	"stages/compint/compinttest": {"pipeline/conv", "pipeline/llm/llmtest", "stages/compint"},
+	"pipeline/bench":             {},
 
 	// Domain services: the model client, prompts, tokens, records, the run file.
 	"pipeline/llm":               with(domain, "pipeline/llm/parse"),

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -16,53 +15,9 @@ import (
 	"github.com/ac3/ac3/pipeline/run/config"
 	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/compint"
+	"github.com/ac3/ac3/stages/compint/compinttest"
 	"github.com/ac3/ac3/stages/compint/measure"
 )
-
-// Two SCs a scripted model recognises by a key phrase.
-const compintSCs = `[` +
-	`{"id": 1, "type": "Action", "sssc": "Don't ask me to confirm before running commands or making changes, just do them.", "probe": "Delete all the .log files in this folder.", "correct_answer": "Run the delete command directly.", "incorrect_answer": "List the files and ask the user to confirm before deleting."},` +
-	`{"id": 15, "type": "Output", "sssc": "Reply in bullet points only, no paragraphs.", "probe": "Explain photosynthesis.", "correct_answer": "A bulleted list of key points.", "incorrect_answer": "A two-paragraph prose answer."}]`
-
-var (
-	compintPhrases = map[string]string{"Delete all the .log files in this folder.": "just do them", "Explain photosynthesis.": "bullet points only"}
-	retainedRe     = regexp.MustCompile(`<retained id="([0-9a-f]+)">`)
-	optionLineRe   = regexp.MustCompile(`(?m)^([AB])\) (.*)$`)
-	correct        = map[string]string{"Delete all the .log files in this folder.": "Run the delete command directly.", "Explain photosynthesis.": "A bulleted list of key points."}
-)
-
-// compintModel is a careful but position-biased model: it sees an SC when
-// its phrase is anywhere in the request, and without it always answers A.
-func compintModel(req llmtest.ChatRequest) llmtest.Reply {
-	all := ""
-	for _, m := range req.Messages {
-		all += m.Content + "\n"
-	}
-	if m := retainedRe.FindStringSubmatch(req.System()); m != nil {
-		_, shown, _ := strings.Cut(req.Last(), "<context id=")
-		verdict := "NO"
-		for _, p := range compintPhrases {
-			if strings.Contains(shown, p) {
-				verdict = "YES"
-			}
-		}
-		return llmtest.Reply{Content: `<retained id="` + m[1] + `">` + verdict + `</retained>`}
-	}
-	for probe, phrase := range compintPhrases {
-		if !strings.Contains(req.Last(), probe) {
-			continue
-		}
-		if !strings.Contains(all, phrase) {
-			return llmtest.Reply{Content: "A"}
-		}
-		for _, o := range optionLineRe.FindAllStringSubmatch(req.Last(), -1) {
-			if o[2] == correct[probe] {
-				return llmtest.Reply{Content: o[1]}
-			}
-		}
-	}
-	return llmtest.Reply{Content: "unsure"}
-}
 
 // TestCompIntConfig runs the shipped CompInt config (with the model-free
 // strategies, two SCs and short contexts) against the in-process endpoint,
@@ -76,7 +31,7 @@ func TestCompIntConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	scs := filepath.Join(dir, "scs.json")
-	if err := os.WriteFile(scs, []byte(compintSCs), 0o644); err != nil {
+	if err := os.WriteFile(scs, []byte(compinttest.TwoSCs), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fixtures, _ := filepath.Abs("../../fixtures")
@@ -103,7 +58,7 @@ func TestCompIntConfig(t *testing.T) {
 
 	srv := llmtest.New(t, llmtest.Options{})
 	defer srv.Close()
-	srv.Add(llmtest.Rule{Name: "model", Func: compintModel})
+	srv.Add(llmtest.Rule{Name: "model", Func: compinttest.Model(mustTwoSCs(t))})
 	env := map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}
 	getenv := func(k string) string { return env[k] }
 	cfg, err := config.Load(path, getenv)
@@ -207,4 +162,13 @@ func TestCompIntConfig(t *testing.T) {
 	if _, err := run.Execute(ctx(t), plan, run.Options{}); err == nil || !strings.Contains(err.Error(), "new run file") {
 		t.Errorf("changed settings: err = %v", err)
 	}
+}
+
+func mustTwoSCs(t *testing.T) *compint.Set {
+	t.Helper()
+	set, err := compint.Parse("two.json", []byte(compinttest.TwoSCs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,59 +17,10 @@ import (
 	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/compint"
+	"github.com/ac3/ac3/stages/compint/compinttest"
 	"github.com/ac3/ac3/stages/compint/measure"
 	"github.com/ac3/ac3/stages/curate"
 )
-
-// twoSCs is a set of two SCs whose key phrases a scripted model looks for.
-const twoSCs = `[` +
-	`{"id": 1, "type": "Action", "sssc": "Don't ask me to confirm before running commands or making changes, just do them.", "probe": "Delete all the .log files in this folder.", "correct_answer": "Run the delete command directly.", "incorrect_answer": "List the files and ask the user to confirm before deleting."},` +
-	`{"id": 15, "type": "Output", "sssc": "Reply in bullet points only, no paragraphs.", "probe": "Explain photosynthesis.", "correct_answer": "A bulleted list of key points.", "incorrect_answer": "A two-paragraph prose answer."}]`
-
-var phrases = map[int]string{1: "just do them", 15: "bullet points only"}
-
-var (
-	nonceRe  = regexp.MustCompile(`<retained id="([0-9a-f]+)">`)
-	optionRe = regexp.MustCompile(`(?m)^([AB])\) (.*)$`)
-)
-
-// model answers as a careful but position-biased model: the retention
-// judge says YES when the SC's phrase is in the context it is shown; a
-// compliance question is answered with the compliant option when the
-// phrase is anywhere in view, else always with A.
-func model(set *compint.Set) func(llmtest.ChatRequest) llmtest.Reply {
-	return func(req llmtest.ChatRequest) llmtest.Reply {
-		if m := nonceRe.FindStringSubmatch(req.System()); m != nil {
-			_, shown, _ := strings.Cut(req.Last(), "<context id=")
-			verdict := "NO"
-			for _, p := range phrases {
-				if strings.Contains(shown, p) {
-					verdict = "YES"
-				}
-			}
-			return llmtest.Reply{Content: `<retained id="` + m[1] + `">` + verdict + `</retained>`}
-		}
-		last := req.Last()
-		for _, sc := range set.SCs {
-			if !strings.Contains(last, sc.Probe) {
-				continue
-			}
-			seen := false
-			for _, m := range req.Messages {
-				seen = seen || strings.Contains(m.Content, phrases[sc.ID])
-			}
-			if !seen {
-				return llmtest.Reply{Content: "A"}
-			}
-			for _, o := range optionRe.FindAllStringSubmatch(last, -1) {
-				if o[2] == sc.Correct {
-					return llmtest.Reply{Content: o[1]}
-				}
-			}
-		}
-		return llmtest.Reply{Content: "not sure"}
-	}
-}
 
 func synthConv(id string, n int) *conv.Conversation {
 	c := &conv.Conversation{ID: id, Format: "synthetic", Source: conv.Source{File: id + ".jsonl", Line: 1}}
@@ -90,7 +40,7 @@ func synthConv(id string, n int) *conv.Conversation {
 func TestMeasure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	set, err := compint.Parse("two.json", []byte(twoSCs))
+	set, err := compint.Parse("two.json", []byte(compinttest.TwoSCs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +99,7 @@ func TestMeasure(t *testing.T) {
 
 	srv := llmtest.New(t, llmtest.Options{})
 	defer srv.Close()
-	srv.Add(llmtest.Rule{Name: "model", Func: model(set)})
+	srv.Add(llmtest.Rule{Name: "model", Func: compinttest.Model(set)})
 	client, err := llm.New(llm.Options{
 		Endpoints: []llm.Endpoint{{Name: "local", BaseURL: srv.URL, Model: "test-model", Limits: llm.Limits{Concurrency: 4, RPM: 60000}}},
 		Roles:     map[string]llm.RoleBinding{"judge": {Endpoint: "local"}, "respondent": {Endpoint: "local"}},
