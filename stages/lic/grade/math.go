@@ -44,12 +44,8 @@ var (
 // matched; ok is false when the reply holds no number at all.
 func ExtractNumber(answer string) (n Number, how string, ok bool) {
 	text := normalizeMath(answer)
-	if locs := prefixRE.FindAllStringIndex(text, -1); len(locs) > 0 {
-		for i := len(locs) - 1; i >= 0; i-- {
-			if n, ok := numberAfter(text[locs[i][1]:]); ok {
-				return n, ExtractedPrefix, true
-			}
-		}
+	if n, ok := afterLastPrefix(text); ok {
+		return n, ExtractedPrefix, true
 	}
 	if i := strings.LastIndex(text, "####"); i >= 0 {
 		if n, ok := numberAfter(text[i+4:]); ok {
@@ -57,8 +53,8 @@ func ExtractNumber(answer string) (n Number, how string, ok bool) {
 		}
 	}
 	if body, ok := lastBoxed(text); ok {
-		if nums := scanNumbers(body); len(nums) > 0 {
-			return nums[0], ExtractedBoxed, true
+		if n, ok := firstNumber(body); ok {
+			return n, ExtractedBoxed, true
 		}
 	}
 	if nums := scanNumbers(text); len(nums) > 0 {
@@ -132,13 +128,40 @@ func normalizeMath(s string) string {
 	return texClean.Replace(s)
 }
 
+// afterLastPrefix returns the number after the last AnswerPrefix that has
+// one. Each stretch of text is scanned once: a prefix followed by another
+// prefix on the same line can only take a number from the gap between the
+// two (the later prefix's words would otherwise make numberAfter refuse
+// the line), so a reply repeating the prefix thousands of times on one line
+// costs linear time, not quadratic.
+func afterLastPrefix(text string) (Number, bool) {
+	locs := prefixRE.FindAllStringIndex(text, -1)
+	for i := len(locs) - 1; i >= 0; i-- {
+		rest := text[locs[i][1]:]
+		if i+1 < len(locs) {
+			gap := text[locs[i][1]:locs[i+1][0]]
+			if !strings.Contains(gap, "\n") {
+				// A number cannot run into the next prefix's letters.
+				if n, ok := firstNumber(gap); ok {
+					return n, true
+				}
+				continue
+			}
+		}
+		if n, ok := numberAfter(rest); ok {
+			return n, true
+		}
+	}
+	return Number{}, false
+}
+
 // numberAfter returns the first number on the rest of the line s starts
 // in; when that rest holds no words (the prefix stood alone on its line),
 // the first number on the next non-empty line.
 func numberAfter(s string) (Number, bool) {
 	line, rest, _ := strings.Cut(s, "\n")
-	if nums := scanNumbers(line); len(nums) > 0 {
-		return nums[0], true
+	if n, ok := firstNumber(line); ok {
+		return n, true
 	}
 	if strings.Trim(line, " \t\r*_:`$") != "" {
 		return Number{}, false
@@ -148,8 +171,8 @@ func numberAfter(s string) (Number, bool) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		if nums := scanNumbers(line); len(nums) > 0 {
-			return nums[0], true
+		if n, ok := firstNumber(line); ok {
+			return n, true
 		}
 		break
 	}
@@ -182,6 +205,18 @@ func lastBoxed(s string) (string, bool) {
 	return rest[j+1:], true
 }
 
+// firstNumber is scanNumbers(s)[0] without reading past it.
+func firstNumber(s string) (Number, bool) {
+	for i := 0; i < len(s); {
+		n, end, ok := numberAt(s, i)
+		if ok {
+			return n, true
+		}
+		i = nextStart(s, i, end)
+	}
+	return Number{}, false
+}
+
 // scanNumbers finds the numbers in s, left to right.
 //
 // A number is an optional sign and currency symbol, digits (with commas
@@ -196,14 +231,23 @@ func scanNumbers(s string) []Number {
 	for i := 0; i < len(s); {
 		n, end, ok := numberAt(s, i)
 		if !ok {
-			_, w := utf8.DecodeRuneInString(s[i:])
-			i += w
+			i = nextStart(s, i, end)
 			continue
 		}
 		out = append(out, n)
 		i = end
 	}
 	return out
+}
+
+// nextStart is where scanning goes on after numberAt failed at i: past
+// what it consumed, else the next rune.
+func nextStart(s string, i, end int) int {
+	if end > i {
+		return end
+	}
+	_, w := utf8.DecodeRuneInString(s[i:])
+	return i + w
 }
 
 func isCurrency(r rune) bool {
@@ -265,9 +309,14 @@ func numberAt(s string, i int) (Number, int, bool) {
 	// thousands groups: only if the first group has 1-3 digits and every
 	// group after a comma has exactly three.
 	if digits >= 1 && digits <= 3 {
+		grouped := i
 		for i+4 <= len(s) && s[i] == ',' && isDigit(s[i+1]) && isDigit(s[i+2]) && isDigit(s[i+3]) && (i+4 == len(s) || !isDigit(s[i+4])) {
-			intPart += s[i+1 : i+4]
 			i += 4
+		}
+		if i > grouped {
+			// One copy, not one per group: a run of thousands of groups
+			// must not cost quadratic time.
+			intPart = strings.ReplaceAll(s[intStart:i], ",", "")
 		}
 	}
 	frac := ""
@@ -309,7 +358,9 @@ func numberAt(s string, i int) (Number, int, bool) {
 	}
 	v, err := strconv.ParseFloat(lit, 64)
 	if err != nil {
-		return Number{}, 0, false
+		// Out of range: not a number, but the scan resumes after it, or
+		// every thousands group of a huge "1,234,234,…" would be re-read.
+		return Number{}, i, false
 	}
 	// a fraction: "3/4", "3 / 4".
 	if j := skipSpaces(s, i); j < len(s) && s[j] == '/' && frac == "" && exp == "" {

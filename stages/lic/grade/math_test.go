@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ac3/ac3/stages/lic/grade"
@@ -125,6 +126,50 @@ func TestSameNumber(t *testing.T) {
 		if got := grade.SameNumber(tt.a, tt.b); got != tt.want {
 			t.Errorf("SameNumber(%v, %v) = %v", tt.a, tt.b, got)
 		}
+	}
+}
+
+// adversarialReplies are long replies that once made ExtractNumber take
+// quadratic time (a fuzzing run stalled on them): a prefix repeated on one
+// line re-scanned the rest of the line per prefix; a huge "1,234,234,…"
+// re-copied its digits per group and was re-read from every comma.
+func adversarialReplies(n int) map[string]struct {
+	reply string
+	want  string // "" when no number should be found
+} {
+	return map[string]struct {
+		reply string
+		want  string
+	}{
+		"prefix repeated on a line":  {strings.Repeat("final answer: x ", n) + "\nFinal answer: 12", "12"},
+		"prefix then number at end":  {strings.Repeat("Final answer: ", n) + "7", "7"},
+		"huge thousands run":         {"1" + strings.Repeat(",234", n), ""},
+		"huge thousands then answer": {"1" + strings.Repeat(",234", n) + " so 5", "5"},
+		"long digit run":             {strings.Repeat("9", 4*n), ""},
+		"many unclosed boxes":        {strings.Repeat(`\boxed{`, n) + "3", "3"},
+		"spaces before a word":       {"5" + strings.Repeat(" ", 4*n) + "x", "5"},
+	}
+}
+
+func TestExtractNumberAdversarial(t *testing.T) {
+	for name, tc := range adversarialReplies(20000) {
+		got, _, ok := grade.ExtractNumber(tc.reply)
+		if (tc.want == "") != !ok || ok && got.Text != tc.want {
+			t.Errorf("%s: got %q (found %v), want %q", name, got.Text, ok, tc.want)
+		}
+	}
+}
+
+// BenchmarkExtractNumberAdversarial reads each adversarial reply at 80 kB;
+// time per op grows linearly with the size (try n*10 by hand to compare).
+func BenchmarkExtractNumberAdversarial(b *testing.B) {
+	for name, tc := range adversarialReplies(20000) {
+		b.Run(strings.ReplaceAll(name, " ", "_"), func(b *testing.B) {
+			b.SetBytes(int64(len(tc.reply)))
+			for b.Loop() {
+				grade.ExtractNumber(tc.reply)
+			}
+		})
 	}
 }
 
