@@ -64,6 +64,11 @@ type WriterOptions struct {
 	RowGroupBytes int64
 }
 
+// dictionaryPageLimit is far above any row group's bytes (a row is capped
+// well below it by the readers' line limit), so no chunk falls back from
+// its dictionary; see writerProps.
+const dictionaryPageLimit = 1 << 30
+
 // writeBatchValues is how many values Arrow encodes between page size checks.
 const writeBatchValues = 64
 
@@ -115,6 +120,16 @@ func (o WriterOptions) writerProps(longText, plain []string) (*parquet.WriterPro
 		// it holds no host or time, so output is byte-identical across runs,
 		// and other readers parse it to decide which writer bugs to work
 		// around, so it should name the real writer.
+		//
+		// A column chunk whose dictionary outgrows the limit (1 MB by
+		// default) falls back to plain pages, and Arrow Go then lists the
+		// chunk's two data-page encodings in the footer in map order: the
+		// same rows written twice gave files a few bytes apart. A limit no
+		// row group can reach keeps every chunk on one encoding, so output
+		// stays byte-identical; the dictionary is still bounded by the row
+		// group (RowGroupBytes), which a long-text column never builds one
+		// for anyway.
+		parquet.WithDictionaryPageSizeLimit(dictionaryPageLimit),
 	}
 	if o.Compression == Zstd {
 		props = append(props, parquet.WithCompressionLevel(o.CompressionLevel))
