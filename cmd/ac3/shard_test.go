@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,5 +83,136 @@ func writeExtraExports(t *testing.T, vars map[string]string, db, outDir string) 
 		if o, err := runAppEnv(t, vars, "export", "--db", db, "--what", x[0], "--format", x[1], "--out", out); err != nil {
 			t.Fatalf("ac3 export %s %s: %v\n%s", x[0], x[1], err, o)
 		}
+	}
+}
+
+// TestMergeRefuses checks every refusal of merge: one clear line, a
+// non-zero exit, and nothing at --out.
+func TestMergeRefuses(t *testing.T) {
+	dir := t.TempDir()
+	input := "../../fixtures/wildchat/wildchat-1m-sample10.jsonl"
+	ingest := func(db string, args ...string) string {
+		t.Helper()
+		if out, err := runAppEnv(t, nil, append(append([]string{"ingest", "--db", filepath.Join(dir, db)}, args...), input)...); err != nil {
+			t.Fatalf("ingest %s %v: %v\n%s", db, args, err, out)
+		}
+		if len(args) > 1 && args[0] == "--shard" {
+			i, n, _ := strings.Cut(args[1], "/")
+			return filepath.Join(dir, strings.TrimSuffix(db, ".db")+".shard-"+i+"-of-"+n+".db")
+		}
+		return filepath.Join(dir, db)
+	}
+	a0 := ingest("a.db", "--shard", "0/2")
+	b1 := ingest("b.db", "--shard", "1/3")
+	c0 := ingest("c.db", "--shard", "0/2")
+	c1 := ingest("c.db", "--shard", "1/2", "--min-turns", "3")
+	d0 := ingest("d.db", "--shard", "0/2")
+	d1 := ingest("d.db", "--shard", "1/2")
+	whole := ingest("whole.db")
+	// A shard whose classify stage ran with another version than a0's.
+	e0 := ingest("e.db", "--shard", "0/2")
+	e1 := ingest("e.db", "--shard", "1/2")
+	for _, x := range [][2]string{{"a.db", "0/2"}, {"e.db", "0/2"}, {"e.db", "1/2"}} {
+		if out, err := runAppEnv(t, nil, "annotate", "--db", filepath.Join(dir, x[0]), "--shard", x[1], "--stages", "classify"); err != nil {
+			t.Fatalf("annotate %s: %v\n%s", x, err, out)
+		}
+	}
+	tamper(t, e1, `UPDATE tasks SET version = version || '-older-prompt'`)
+	damaged := filepath.Join(dir, "damaged.db")
+	if err := os.WriteFile(damaged, bytes.Repeat([]byte("not a database "), 512), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	existing := filepath.Join(dir, "existing.db")
+	if err := os.WriteFile(existing, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		out    string
+		shards []string
+		want   string
+	}{
+		{"missing shard", "", []string{a0}, "missing shard 1/2"},
+		{"repeated shard", "", []string{a0, a0}, "are both shard 0/2"},
+		{"other shard count", "", []string{a0, b1}, "split differently"},
+		{"other settings", "", []string{c0, c1}, "different settings"},
+		{"other stage version", "", []string{e0, e1}, "different prompt or stage versions"},
+		{"step not run everywhere", "", []string{a0, d1}, "shard 0 ran step annotate but shard 1 did not"},
+		{"not a shard", "", []string{a0, whole}, "not a shard's run file"},
+		{"damaged", "", []string{a0, damaged}, "damaged"},
+		{"out exists", existing, []string{d0, d1}, "exists; pass --force"},
+		{"no such file", "", []string{a0, filepath.Join(dir, "nope.db")}, "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := tc.out
+			if out == "" {
+				out = filepath.Join(dir, "merged-"+strings.ReplaceAll(tc.name, " ", "-")+".db")
+			}
+			before, _ := os.ReadFile(out)
+			msg, err := runAppEnv(t, nil, append([]string{"merge", "--out", out}, tc.shards...)...)
+			if err == nil {
+				t.Fatalf("merge succeeded:\n%s", msg)
+			}
+			if exitCode(err) == 0 {
+				t.Error("exit status 0")
+			}
+			line := errorLine(err)
+			if !strings.Contains(line, tc.want) || strings.Contains(line, "\n") {
+				t.Errorf("error %q, want one line with %q", line, tc.want)
+			}
+			after, _ := os.ReadFile(out)
+			if !bytes.Equal(before, after) {
+				t.Errorf("%s changed", out)
+			}
+			ents, _ := filepath.Glob(out + "*")
+			if tc.out == "" && len(ents) > 0 {
+				t.Errorf("merge left %v", ents)
+			}
+		})
+	}
+	// The refused --out is replaced with --force.
+	if msg, err := runAppEnv(t, nil, "merge", "--force", "--out", existing, d0, d1); err != nil {
+		t.Fatalf("merge --force: %v\n%s", err, msg)
+	}
+	if msg, err := runAppEnv(t, nil, "status", "--db", existing); err != nil {
+		t.Fatalf("status of the merged run: %v\n%s", err, msg)
+	}
+}
+
+// TestShardFileKeepsItsShard: a shard's run file is never continued as a
+// whole run, and a whole run never as a shard.
+func TestShardFileKeepsItsShard(t *testing.T) {
+	dir := t.TempDir()
+	input := "../../fixtures/wildchat/wildchat-1m-sample10.jsonl"
+	if out, err := runAppEnv(t, nil, "ingest", "--db", filepath.Join(dir, "r.db"), "--shard", "0/2", input); err != nil {
+		t.Fatalf("ingest: %v\n%s", err, out)
+	}
+	_, err := runAppEnv(t, nil, "ingest", "--db", filepath.Join(dir, "r.shard-0-of-2.db"), input)
+	if err == nil || !strings.Contains(err.Error(), "is shard 0/2 of a sharded run: pass --shard 0/2") {
+		t.Errorf("continuing a shard as a whole run: %v", err)
+	}
+	_, err = runAppEnv(t, map[string]string{"AC3_SHARD": "1/2"}, "ingest", "--db", filepath.Join(dir, "r.db"), "--shard", "0/2", input)
+	if err == nil || !strings.Contains(err.Error(), "conflicting shards") {
+		t.Errorf("--shard and AC3_SHARD differ: %v", err)
+	}
+	_, err = runAppEnv(t, map[string]string{"JOB_COMPLETION_INDEX": "1"}, "ingest", "--db", filepath.Join(dir, "r.db"), "--shards", "2", input)
+	if err != nil {
+		t.Errorf("--shards 2 with JOB_COMPLETION_INDEX=1: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.shard-1-of-2.db")); err != nil {
+		t.Errorf("--shards 2 with JOB_COMPLETION_INDEX=1 did not write shard 1's file: %v", err)
+	}
+}
+
+// tamper changes a run file behind the ledger's back.
+func tamper(t *testing.T, path, stmt string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(stmt); err != nil {
+		t.Fatal(err)
 	}
 }
