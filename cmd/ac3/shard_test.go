@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ac3/ac3/pipeline/shard"
 )
 
 // TestShardedRunMergesToTheSingleRun runs the e2e config as 4 shards
@@ -214,5 +217,91 @@ func tamper(t *testing.T, path, stmt string) {
 	defer db.Close()
 	if _, err := db.Exec(stmt); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMergeDropsDuplicatesAcrossShards: with dedupe, a shard cannot see a
+// duplicate whose first copy another shard owns; the merge drops the later
+// copy as one process would have, so the merged run's conversations,
+// curated contexts and drop counts are the single run's.
+func TestMergeDropsDuplicatesAcrossShards(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile("../../fixtures/wildchat/wildchat-1m-sample10.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	// copyAs is line i under a new id owned by the other of 2 shards (or
+	// the same one), so only its content repeats.
+	copyAs := func(i int, sameShard bool) string {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &rec); err != nil {
+			t.Fatal(err)
+		}
+		orig := rec["conversation_hash"].(string)
+		for k := 0; ; k++ {
+			id := fmt.Sprintf("copy-%d-%s", k, orig)
+			if (shard.Of(id, 2) == shard.Of(orig, 2)) == sameShard {
+				rec["conversation_hash"] = id
+				b, err := json.Marshal(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(b)
+			}
+		}
+	}
+	// A copy before its original (the original is the one dropped), two
+	// after theirs, one of them in the same shard.
+	input := append([]string{copyAs(5, false)}, lines...)
+	input = append(input, copyAs(0, false), copyAs(2, true))
+	in := filepath.Join(dir, "dups.jsonl")
+	if err := os.WriteFile(in, []byte(strings.Join(input, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := runAppEnv(t, nil, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	single, merged := filepath.Join(dir, "single.db"), filepath.Join(dir, "merged.db")
+	must("ingest", "--db", single, "--dedupe", in)
+	must("curate", "--db", single, "--strategies", "fc,ao")
+	for i := 0; i < 2; i++ {
+		s := fmt.Sprintf("%d/2", i)
+		must("ingest", "--db", filepath.Join(dir, "sharded.db"), "--shard", s, "--dedupe", in)
+		must("curate", "--db", filepath.Join(dir, "sharded.db"), "--shard", s, "--strategies", "fc,ao")
+	}
+	must("merge", "--out", merged, filepath.Join(dir, "sharded.shard-0-of-2.db"), filepath.Join(dir, "sharded.shard-1-of-2.db"))
+	for _, x := range [][2]string{{"conversations", "jsonl"}, {"curated", "jsonl"}, {"curated", "parquet"}} {
+		var files [2][]byte
+		for j, db := range []string{single, merged} {
+			out := filepath.Join(dir, fmt.Sprintf("%d-%s.%s", j, x[0], x[1]))
+			must("export", "--db", db, "--what", x[0], "--format", x[1], "--out", out)
+			if files[j], err = os.ReadFile(out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(files[0], files[1]) {
+			t.Errorf("%s %s of the merged run differs from the single run's", x[0], x[1])
+		}
+	}
+	status := func(db string) map[string]any {
+		var st map[string]any
+		if err := json.Unmarshal([]byte(must("status", "--db", db, "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		delete(st, "path")
+		return st
+	}
+	a, b := status(single), status(merged)
+	if fmt.Sprint(a["dropped"]) != fmt.Sprint(b["dropped"]) || fmt.Sprint(a["conversations"]) != fmt.Sprint(b["conversations"]) {
+		t.Errorf("single run kept %v dropped %v; merged kept %v dropped %v", a["conversations"], a["dropped"], b["conversations"], b["dropped"])
+	}
+	if fmt.Sprint(a["dropped"]) != "map[duplicate:3]" {
+		t.Errorf("dropped %v, want the 3 copies", a["dropped"])
 	}
 }
