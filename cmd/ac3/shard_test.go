@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/shard"
 )
 
@@ -172,6 +174,16 @@ func TestMergeRefuses(t *testing.T) {
 				t.Errorf("merge left %v", ents)
 			}
 		})
+	}
+	// A shard still being written is not merged half done.
+	l, err := ledger.Open(context.Background(), d1, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = runAppEnv(t, nil, "merge", "--out", filepath.Join(dir, "while-written.db"), d0, d1)
+	l.Close()
+	if exitCode(err) != exitLocked {
+		t.Errorf("merging a shard being written: exit %d (%v), want %d", exitCode(err), err, exitLocked)
 	}
 	// The refused --out is replaced with --force.
 	if msg, err := runAppEnv(t, nil, "merge", "--force", "--out", existing, d0, d1); err != nil {

@@ -55,6 +55,27 @@ func Merge(ctx context.Context, out string, shards []string, opts MergeOptions) 
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return rep, fmt.Errorf("merge: %w", err)
 	}
+	// No shard may be written while it is read: a shard still running would
+	// be merged half done.
+	locked := map[string]bool{}
+	for _, p := range shards {
+		if _, err := os.Stat(p); err != nil {
+			return rep, fmt.Errorf("merge: %w", err)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return rep, fmt.Errorf("merge: %w", err)
+		}
+		if locked[abs] {
+			continue // named twice: checkShards says so
+		}
+		locked[abs] = true
+		lk, err := lockRun(p)
+		if err != nil {
+			return rep, fmt.Errorf("merge: %w", err)
+		}
+		defer lk.release()
+	}
 	ordered, err := checkShards(ctx, shards)
 	if err != nil {
 		return rep, err
@@ -440,8 +461,14 @@ func (m *merger) number(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := m.exec(ctx, "numbering", `CREATE TEMP TABLE xdups (input_id INTEGER NOT NULL)`); err != nil {
-		return err
+	for _, q := range []string{
+		`CREATE TEMP TABLE xdups (input_id INTEGER NOT NULL)`,
+		`CREATE INDEX temp.cmap_by_hash ON cmap(content_hash, origin)`,
+		`CREATE INDEX temp.cmap_by_parent ON cmap(shard, parent_old)`,
+	} {
+		if err := m.exec(ctx, "numbering", q); err != nil {
+			return err
+		}
 	}
 	if dedupe {
 		if err := m.exec(ctx, "dropping duplicates across shards", `INSERT INTO temp.xdups SELECT c.input_id FROM temp.cmap c WHERE c.origin = 'source' AND EXISTS (
