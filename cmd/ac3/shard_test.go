@@ -317,3 +317,29 @@ func TestMergeDropsDuplicatesAcrossShards(t *testing.T) {
 		t.Errorf("dropped %v, want the 3 copies", a["dropped"])
 	}
 }
+
+// TestDryRunOfAShard forecasts the shard's conversations only; the shards'
+// forecasts add up to the whole run's.
+func TestDryRunOfAShard(t *testing.T) {
+	dir := t.TempDir()
+	cfg := e2eConfig(t, dir, "5")
+	count := func(args ...string) int {
+		t.Helper()
+		out, err := runAppEnv(t, nil, append([]string{"run", "--config", cfg, "--dry-run", "--json"}, args...)...)
+		if err != nil {
+			t.Fatalf("dry run %v: %v\n%s", args, err, out)
+		}
+		var fc struct{ Conversations int }
+		if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &fc); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return fc.Conversations
+	}
+	whole, sum := count(), 0
+	for i := 0; i < 4; i++ {
+		sum += count("--shard", fmt.Sprintf("%d/4", i))
+	}
+	if whole == 0 || sum != whole {
+		t.Errorf("shards forecast %d conversations in all, the whole run %d", sum, whole)
+	}
+}
