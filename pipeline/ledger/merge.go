@@ -362,7 +362,7 @@ func buildMerged(ctx context.Context, tmp string, shards []shardFile, rep *Merge
 	if err := m.checkTables(ctx); err != nil {
 		return err
 	}
-	for _, step := range []func(context.Context) error{m.number, m.copyAll, m.finish} {
+	for _, step := range []func(context.Context) error{m.bulk, m.number, m.copyAll, m.finish, m.reindex} {
 		if err := step(ctx); err != nil {
 			return classify(tmp, err)
 		}
@@ -384,6 +384,47 @@ type merger struct {
 	conn      *sql.Conn
 	shards    []shardFile
 	crossDups int64
+	indexes   []string // the merged run's indexes, dropped while copying
+}
+
+// bulk readies the new file for loading: its indexes are dropped and built
+// again once the rows are in (one sort each, instead of a random insert per
+// row), and the page cache is large. The file is a temporary one until the
+// rename, so nothing is lost if this process dies meanwhile.
+func (m *merger) bulk(ctx context.Context) error {
+	rows, err := m.conn.QueryContext(ctx, `SELECT name, sql FROM main.sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name`)
+	if err != nil {
+		return fmt.Errorf("merge: listing indexes: %w", err)
+	}
+	var names []string
+	for rows.Next() {
+		var n, q string
+		if err := rows.Scan(&n, &q); err != nil {
+			rows.Close()
+			return err
+		}
+		names, m.indexes = append(names, n), append(m.indexes, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := m.exec(ctx, "dropping index "+n, `DROP INDEX main."`+n+`"`); err != nil {
+			return err
+		}
+	}
+	return m.exec(ctx, "sizing the cache", `PRAGMA cache_size = -262144`)
+}
+
+// reindex builds the indexes bulk dropped.
+func (m *merger) reindex(ctx context.Context) error {
+	for _, q := range m.indexes {
+		if err := m.exec(ctx, "building indexes", q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *merger) exec(ctx context.Context, what, q string, args ...any) error {

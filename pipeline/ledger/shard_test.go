@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"database/sql"
 	"fmt"
 
 	"context"
@@ -138,4 +139,22 @@ func TestMergeDerivedConversations(t *testing.T) {
 	if err != nil || !ok || !info.Merged() || info.Count != 2 {
 		t.Errorf("merged run's shard = %+v, %v, %v", info, ok, err)
 	}
+	// The indexes dropped for the copy are all back.
+	if a, b := schemaOf(t, out), schemaOf(t, paths[0]); a != b {
+		t.Errorf("merged schema differs from a shard's:\n%s\nwant\n%s", a, b)
+	}
+}
+
+func schemaOf(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var s string
+	if err := db.QueryRow(`SELECT group_concat(sql, char(10)) FROM (SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name)`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
