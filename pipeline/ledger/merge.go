@@ -597,7 +597,10 @@ func (m *merger) mapInputs(ctx context.Context) error {
 	return nil
 }
 
-// copyAll copies every table of every shard into the merged run.
+// copyAll copies every table of every shard into the merged run. The
+// shard's table is always the outer loop (CROSS JOIN): the planner knows
+// nothing of the temporary tables' sizes and would otherwise scan a
+// shard's units once per conversation.
 func (m *merger) copyAll(ctx context.Context) error {
 	if err := m.exec(ctx, "collecting", `CREATE TEMP TABLE q AS SELECT 0 AS shard, * FROM main.quarantine WHERE 0`); err != nil {
 		return err
@@ -627,14 +630,14 @@ func (m *merger) copyAll(ctx context.Context) error {
 					FROM s.quarantine q JOIN temp.imap i ON i.shard = ` + fmt.Sprint(k) + ` AND i.old = q.input_id`},
 				{"copying conversations", `INSERT INTO main.conversations (seq, id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq)
 					SELECT m.new, c.id, c.content_hash, m.input_id, c.source_line, c.source_row, c.format, c.user_turns, c.language, c.data, c.origin, p.new
-					FROM s.conversations c JOIN temp.cmap m ON m.shard = ` + fmt.Sprint(k) + ` AND m.old = c.seq
+					FROM s.conversations c CROSS JOIN temp.cmap m ON m.shard = ` + fmt.Sprint(k) + ` AND m.old = c.seq
 					LEFT JOIN temp.cmap p ON p.shard = m.shard AND p.old = c.parent_seq ORDER BY m.new`},
 				{"copying tasks", `INSERT INTO main.tasks (stage, variant, version, conv_seq, status, attempts, error, updated)
 					SELECT t.stage, t.variant, t.version, m.new, t.status, t.attempts, t.error, t.updated
-					FROM s.tasks t JOIN temp.cmap m ON m.shard = ` + fmt.Sprint(k) + ` AND m.old = t.conv_seq`},
+					FROM s.tasks t CROSS JOIN temp.cmap m ON m.shard = ` + fmt.Sprint(k) + ` AND m.old = t.conv_seq`},
 				{"copying units", `INSERT INTO main.units (key, stage, conversation_id, conv_seq, turn, variant, version, status, attempts, error, raw, output, tokens, reason)
 					SELECT u.key, u.stage, u.conversation_id, m.new, u.turn, u.variant, u.version, u.status, u.attempts, u.error, u.raw, u.output, u.tokens, u.reason
-					FROM s.units u JOIN temp.cmap m ON m.shard = ` + fmt.Sprint(k) + ` AND m.old = u.conv_seq`},
+					FROM s.units u CROSS JOIN temp.cmap m ON m.shard = ` + fmt.Sprint(k) + ` AND m.old = u.conv_seq`},
 				{"copying the answer cache", `INSERT OR IGNORE INTO main.llm_cache SELECT * FROM s.llm_cache`},
 				{"collecting model calls", `INSERT INTO temp.calls SELECT ` + fmt.Sprint(k) + `, * FROM s.llm_calls`},
 				{"copying batches", `INSERT INTO main.batches SELECT id + ` + fmt.Sprint(batchOffset) + `, endpoint, state, remote_status, input_file, remote_id, output_file, error_file, requests, completed, failed, imported, fallback, errors, created, updated FROM s.batches`},
