@@ -118,7 +118,7 @@ func TestDeployMisspelledFlagFails(t *testing.T) {
 		{"kubernetes/job-merge.yaml", "--out", "--output"},
 		{"kubernetes/job-merge.yaml", "exec ac3 run --config", "exec ac3 run --cnofig"},
 		{"slurm/shard.sbatch", "--shard ", "--shrad "},
-		{"slurm/merge.sbatch", "ac3 merge --out", "ac3 merge --into"},
+		{"slurm/merge.sbatch", "ac3 merge --force --out", "ac3 merge --force --into"},
 	}
 	for _, tt := range tests {
 		data, err := os.ReadFile(repoPath("deploy", tt.file))
@@ -201,7 +201,7 @@ func TestDeployKubernetesShardsAgree(t *testing.T) {
 	for i := range n {
 		shards = append(shards, shardPath(db, i, n))
 	}
-	if out, _ := flagValue(merge, "out"); out != db || !slices.Equal(merge[4:], shards) {
+	if out, _ := flagValue(merge, "out"); out != db || !slices.Equal(positional(merge[2:], "out"), shards) {
 		t.Errorf("job-merge.yaml merges %v, want --out %s %v", merge, db, shards)
 	}
 	for _, l := range append(lines["kubernetes/job-shards.yaml"], lines["kubernetes/job-merge.yaml"][1]) {
@@ -209,6 +209,22 @@ func TestDeployKubernetesShardsAgree(t *testing.T) {
 			t.Errorf("%s: want --config /etc/ac3/config.yaml, where the ConfigMap is mounted", l)
 		}
 	}
+}
+
+// positional is args less the flags, valued names the flags that take a
+// value as the next argument.
+func positional(args []string, valued ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, isFlag := strings.CutPrefix(args[i], "--")
+		switch {
+		case isFlag && slices.Contains(valued, name):
+			i++
+		case !isFlag:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
 
 func must(v string, ok bool) string {
