@@ -77,12 +77,16 @@ func BenchmarkShardedRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := b.TempDir()
-	single, err := shardConfig(filepath.Join(dir, "single"), files[n].Path)
+	in, err := filepath.Abs(files[n].Path) // the configs are elsewhere
 	if err != nil {
 		b.Fatal(err)
 	}
-	sharded, err := shardConfig(filepath.Join(dir, "sharded"), files[n].Path)
+	dir := b.TempDir()
+	single, err := shardConfig(filepath.Join(dir, "single"), in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sharded, err := shardConfig(filepath.Join(dir, "sharded"), in)
 	if err != nil {
 		b.Fatal(err)
 	}
