@@ -50,6 +50,7 @@ var allowed = map[string][]string{
 	"pipeline/llm/parse":   {},
 	"pipeline/progress":    {},
 	"pipeline/synth":       {},
+	"pipeline/shard":       {},
 	"migrations":           {},
 	"io/atomicfile":        {},
 	"io/compress":          {},
@@ -119,14 +120,14 @@ var allowed = map[string][]string{
 
 	// The run library wires everything below into one call; the config
 	// file is read into its plan by a package of its own.
-	"pipeline/run":        with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress", "pipeline/llm/batch"),
+	"pipeline/run":        with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress", "pipeline/llm/batch", "pipeline/shard"),
 	"pipeline/run/config": with(engine, stages, "judge", "judge/report", "pipeline/run"),
 
 	// The command line: flags, calls into the run library, printing. It
 	// reads the domain packages only for their names and lists (strategies,
 	// formats, dimensions) and for the read-only commands (status,
 	// inspect, memory show).
-	"cmd/ac3": with(engine, stages, "io/detect", "io/record", "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/run", "pipeline/run/config"),
+	"cmd/ac3": with(engine, stages, "io/detect", "io/record", "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/run", "pipeline/run/config", "pipeline/shard"),
 }
 
 // external lists the third-party modules and who may import them, so heavy

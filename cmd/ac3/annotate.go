@@ -56,7 +56,7 @@ Examples:
 			workersFlag(4, "conversations annotated"),
 			windowFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the planned model calls and an estimated cost, change nothing"},
-		}, llmFlags()...),
+		}, append(llmFlags(), shardFlags()...)...),
 		Action: func(c *cli.Context) error {
 			a, replies, err := annotateFrom(c)
 			if err != nil {

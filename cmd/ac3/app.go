@@ -118,6 +118,7 @@ func newApp(e *env) *cli.App {
 			reportCommand(e),
 			exportCommand(e),
 			runCommand(e),
+			mergeCommand(e),
 			statusCommand(e),
 			doctorCommand(e),
 			retryCommand(e),
@@ -142,6 +143,10 @@ func runOptions(e *env) run.Options {
 // execute runs plan and turns its outcome into the command's closing line
 // and exit status (see the manual).
 func execute(c *cli.Context, e *env, plan run.Plan, opts run.Options) error {
+	plan, err := withShard(c, e, plan)
+	if err != nil {
+		return err
+	}
 	res, err := run.Execute(c.Context, plan, opts)
 	switch {
 	case errors.Is(err, context.Canceled):

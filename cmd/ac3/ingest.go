@@ -65,7 +65,7 @@ Examples:
    ac3 ingest --db run.db fixtures/wildchat/wildchat-1m-sample10.jsonl
    ac3 ingest --db run.db --language English --min-turns 5 --max-turns 10 \
        --domain coding,math --drop-toxic --dedupe shard-*.jsonl.zst`,
-		Flags: append([]cli.Flag{dbFlag}, filterFlags()...),
+		Flags: append(append([]cli.Flag{dbFlag}, filterFlags()...), shardFlags()...),
 		Action: func(c *cli.Context) error {
 			plan := run.Plan{DB: c.String("db"), Ingest: &run.Ingest{
 				Files: c.Args().Slice(), Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c),

@@ -37,7 +37,7 @@ Examples:
    ac3 judge --db run.db --config run.yaml --pairs gated-reset:ao,fc:ao
    ac3 judge --db run.db --pairs fc:ao --order both --context user_only
    ac3 judge --db run.db --pairs fc:ao --seed 7`,
-		Flags: append(llmFlags(), dbFlag,
+		Flags: append(append(llmFlags(), shardFlags()...), dbFlag,
 			&cli.StringSliceFlag{Name: "pairs", Usage: "A:B pairs of respond variants (default: stages.judge.pairs)"},
 			&cli.StringFlag{Name: "order", Usage: strings.Join(judge.Orders(), " | ") + " (default " + judge.OrderRandom + ", as in the papers; both is stricter)"},
 			&cli.StringFlag{Name: "context", Usage: strings.Join(judge.Contexts(), " | ") + " (default " + judge.ContextFull + ")"},

@@ -23,7 +23,7 @@ Examples:
    ac3 respond --db run.db --config run.yaml --strategies fc,ao
    ac3 respond --db run.db --strategies fc,ao --samples 3 --budget-usd 20
    ac3 respond --db run.db --config run.yaml --dry-run`,
-		Flags: append(llmFlags(), dbFlag,
+		Flags: append(append(llmFlags(), shardFlags()...), dbFlag,
 			&cli.StringSliceFlag{Name: "strategies", Usage: "curated strategies to answer (default: stages.respond, else every curated strategy)"},
 			&cli.StringSliceFlag{Name: "respondents", Usage: "roles that answer (default: respondent)"},
 			&cli.IntFlag{Name: "samples", Usage: "answers per context (default: the role's samples, else 1)"},

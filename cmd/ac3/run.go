@@ -101,6 +101,7 @@ Examples:
 			&cli.IntFlag{Name: "workers", Usage: fmt.Sprintf(workersUsage, "conversations handled") + " (default run.workers, else one per core)"},
 			&cli.IntFlag{Name: "window", Usage: windowUsage + " (default run.window)"},
 			&cli.BoolFlag{Name: "batch", Usage: "send every role's requests through the endpoints' batch API (half price, answers within 24h; see ac3 batch)"},
+			shardFlags()[0], shardFlags()[1],
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := config.Load(c.String("config"), e.getenv)
@@ -120,6 +121,9 @@ Examples:
 				return err
 			}
 			plan.Model = config.WithBatch(plan.Model, c.Bool("batch"))
+			if plan, err = withShard(c, e, plan); err != nil {
+				return err
+			}
 			if c.Bool("dry-run") {
 				return dryRun(c, e, plan, notes)
 			}
@@ -144,6 +148,10 @@ Examples:
 
 // dryRun prints the forecast of plan, as text or (--json) JSON.
 func dryRun(c *cli.Context, e *env, plan run.Plan, notes []string) error {
+	plan, err := withShard(c, e, plan)
+	if err != nil {
+		return err
+	}
 	fc, err := run.Estimate(c.Context, plan)
 	if err != nil {
 		return err

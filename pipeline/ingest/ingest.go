@@ -31,6 +31,13 @@ type Options struct {
 	Keep Keep // nil keeps everything
 	// Dedupe drops conversations whose content was already kept.
 	Dedupe bool
+	// Owns, when set, says which conversations this process keeps (a shard
+	// of a sharded run): the others are passed over without being counted
+	// anywhere, so the shards' counts add up to one whole run's.
+	Owns func(id string) bool
+	// SkipBad passes over unreadable records instead of quarantining them:
+	// in a sharded run only one shard (shard 0) keeps them.
+	SkipBad bool
 	// Settings is a canonical description of the filters (JSON). A run keeps
 	// the settings it was first ingested with; ingesting more files into it
 	// with other settings is refused, because the run would mix two samples.
@@ -210,7 +217,10 @@ func ingestFile(ctx context.Context, l *ledger.Ledger, path string, opts Options
 		fs.Records++
 		switch {
 		case rec.Bad != nil:
-			batch.Bad = append(batch.Bad, *rec.Bad)
+			if !opts.SkipBad {
+				batch.Bad = append(batch.Bad, *rec.Bad)
+			}
+		case rec.Conv != nil && opts.Owns != nil && !opts.Owns(rec.Conv.ID):
 		case rec.Conv != nil:
 			if opts.Keep != nil {
 				if keep, reason := opts.Keep(rec.Conv); !keep {

@@ -84,6 +84,7 @@ type runner struct {
 // (errors.Is llm.ErrFatal), cancellation of ctx. Input files are checked
 // before the run file is opened, so a missing input leaves no run behind.
 func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
+	plan, shardNote := plan.forShard()
 	r := &runner{plan: plan, opts: opts}
 	if err := plan.check(); err != nil {
 		return r.res, err
@@ -94,6 +95,14 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 		return r.res, err
 	}
 	defer r.l.Close()
+	if plan.writes() {
+		if err := r.checkShard(ctx); err != nil {
+			return r.res, err
+		}
+	}
+	if shardNote != "" {
+		r.logf("%s\n", shardNote)
+	}
 	for _, step := range []func(context.Context) (bool, error){r.ingest, r.compintBuild, r.annotate, r.curate, r.lic, r.respond, r.replies, r.judge, r.compintMeasure, r.report, r.exports} {
 		done, err := step(ctx)
 		if err != nil {

@@ -58,6 +58,7 @@ func (r *runner) ingest(ctx context.Context) (bool, error) {
 	sum, err := ingest.Run(ctx, r.l, in.Files, ingest.Options{
 		Open: opener(in.Format, in.MaxLineBytes), Keep: keep, Dedupe: in.Filter.Dedupe,
 		Settings: in.Filter.Canonical(), Stop: r.opts.Stop,
+		Owns: r.owns(), SkipBad: r.plan.Shard.Enabled() && r.plan.Shard.Index != 0,
 		OnBatch: func(_ string, n int64, _ ledger.IngestResult, _ int) { m.Add(n, 0) },
 	})
 	m.Stop()

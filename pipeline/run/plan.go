@@ -8,6 +8,7 @@ import (
 	"github.com/ac3/ac3/judge/report"
 	"github.com/ac3/ac3/pipeline/export"
 	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/shard"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/filter"
@@ -33,6 +34,16 @@ type Plan struct {
 	CompInt  *CompInt
 	Report   *Report
 	Exports  []Export
+
+	// Shard, when enabled, makes this run one shard of a sharded run: DB
+	// is the shard's own file (Shard.Path of the configured one), ingest
+	// keeps only the conversations the shard owns, and the report and
+	// exports are left to the merged run (see shard.go).
+	Shard shard.Spec
+	// ShardLimits is how a shard treats the endpoints' limits and the
+	// budget: ShardLimitsDivide (the default, "") splits them among the
+	// shards, ShardLimitsWhole gives each shard all of them.
+	ShardLimits string
 }
 
 // writes reports whether the plan changes the run file (and so needs it

@@ -41,6 +41,9 @@ type File struct {
 		// Window is the tasks a model-backed stage keeps open (see
 		// run.Annotate.Window); 0 derives it from the endpoints' limits.
 		Window int `yaml:"window"`
+		// ShardLimits is how shards share the endpoints' limits and the
+		// budget: divide (the default) or whole (see run.ShardLimitsDivide).
+		ShardLimits string `yaml:"shard_limits"`
 	} `yaml:"run"`
 	Input struct {
 		Files        []string `yaml:"files"`
@@ -208,6 +211,9 @@ func (c *File) validate() error {
 	}
 	if err := c.checkRun(); err != nil {
 		return err
+	}
+	if err := run.ValidShardLimits(c.Run.ShardLimits); err != nil {
+		return fmt.Errorf("run.%w", err)
 	}
 	if c.Stages.Curate != nil && len(c.Stages.Curate.Strategies) == 0 {
 		return fmt.Errorf("stages.curate.strategies: list at least one strategy")
@@ -473,7 +479,7 @@ func (c *File) Report() (*run.Report, error) {
 
 // Plan is the whole config as a run plan; notes are lines to show first.
 func (c *File) Plan(getenv func(string) string) (run.Plan, []string, error) {
-	p := run.Plan{DB: c.Run.DB, Seed: c.Run.Seed, Model: Model(c, getenv, false, c.Run.BudgetUSD)}
+	p := run.Plan{DB: c.Run.DB, Seed: c.Run.Seed, Model: Model(c, getenv, false, c.Run.BudgetUSD), ShardLimits: c.Run.ShardLimits}
 	if len(c.Input.Files) > 0 {
 		p.Ingest = &run.Ingest{Files: c.Input.Files, Format: c.Input.Format, MaxLineBytes: c.Input.MaxLineBytes, Filter: c.filter()}
 	}
