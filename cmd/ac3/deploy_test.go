@@ -114,7 +114,7 @@ func TestCheckLine(t *testing.T) {
 // the real files only if their lines reach checkLine.
 func TestDeployMisspelledFlagFails(t *testing.T) {
 	tests := []struct{ file, old, new string }{
-		{"kubernetes/job-shards.yaml", "--shards", "--shard-count"},
+		{"kubernetes/job-shards.yaml", `--shards, "4"]`, `--shard-count, "4"]`},
 		{"kubernetes/job-merge.yaml", "--out", "--output"},
 		{"kubernetes/job-merge.yaml", "exec ac3 run --config", "exec ac3 run --cnofig"},
 		{"slurm/shard.sbatch", "--shard ", "--shrad "},
@@ -125,8 +125,8 @@ func TestDeployMisspelledFlagFails(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(data), tt.old) {
-			t.Fatalf("%s has no %q", tt.file, tt.old)
+		if strings.Count(string(data), tt.old) != 1 {
+			t.Fatalf("%s has %q %d times, want once (the command line)", tt.file, tt.old, strings.Count(string(data), tt.old))
 		}
 		bad := strings.Replace(string(data), tt.old, tt.new, 1)
 		lines, err := fileLines(tt.file, []byte(bad))
