@@ -126,7 +126,7 @@ func expansion(s []rune, i int, vars map[string]string) (string, int) {
 	switch s[i+1] {
 	case '{':
 		end := closing(s, i+1, '{', '}')
-		return value(leadingName(s[i+2 : end])), end
+		return value(leadingName(s[i+2 : max(end, i+2)])), end
 	case '(':
 		return "x", closing(s, i+1, '(', ')')
 	}
