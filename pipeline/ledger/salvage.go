@@ -165,6 +165,8 @@ func (s *salvager) run(ctx context.Context, rep *SalvageReport) error {
 		{"model call records", "llm_calls", s.llmCalls},
 		{"batches", "batches", s.batches},
 		{"batch requests", "batch_requests", s.batchRequests},
+		{"shard identity", "shard", s.shard},
+		{"shard step settings", "shard_steps", s.shardSteps},
 	}
 	for _, st := range steps {
 		c := SalvageCount{What: st.what}
@@ -796,5 +798,36 @@ func (s *salvager) llmCalls(ctx context.Context, c *SalvageCount) error {
 		c.Copied++
 		return s.exec(ctx, `INSERT INTO llm_calls (id, role, stage, endpoint, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd, latency_ms, attempts, status, error, from_cache, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, role, stage, endpoint, model, prompt, completion, cached, reasoning, cost, latency, attempts, status, errText, fromCache, at)
+	})
+}
+
+// shard copies a shard's identity, so a salvaged shard can still be merged
+// and is still refused as another shard.
+func (s *salvager) shard(ctx context.Context, c *SalvageCount) error {
+	if !s.hasTable(ctx, "shard") {
+		return nil
+	}
+	return s.eachIntKey(ctx, "shard", "id", c, func(id int64) error {
+		var idx, count int64
+		var scheme, created string
+		if ok, err := s.row(ctx, `SELECT shard_index, shard_count, scheme, created FROM shard WHERE id = ?`, id, &idx, &count, &scheme, &created); !ok || err != nil {
+			return err
+		}
+		c.Copied++
+		return s.exec(ctx, `INSERT INTO shard (id, shard_index, shard_count, scheme, created) VALUES (?, ?, ?, ?, ?)`, id, idx, count, scheme, created)
+	})
+}
+
+func (s *salvager) shardSteps(ctx context.Context, c *SalvageCount) error {
+	if !s.hasTable(ctx, "shard_steps") {
+		return nil
+	}
+	return s.eachTextKey(ctx, "shard_steps", "step", c, func(k string) error {
+		var fp string
+		if ok, err := s.row(ctx, `SELECT fingerprint FROM shard_steps WHERE step = ?`, k, &fp); !ok || err != nil {
+			return err
+		}
+		c.Copied++
+		return s.exec(ctx, `INSERT INTO shard_steps (step, fingerprint) VALUES (?, ?)`, k, fp)
 	})
 }

@@ -105,7 +105,11 @@ type compintSim struct {
 // call for the tasks not yet recorded. Requests the run would send once
 // (identical contexts, identical answers) are counted once.
 func Estimate(ctx context.Context, plan Plan) (Forecast, error) {
+	plan, shardNote := plan.forShard()
 	e := &forecaster{plan: plan}
+	if shardNote != "" {
+		e.fc.Notes = append(e.fc.Notes, shardNote)
+	}
 	e.fc.DB = plan.DB
 	if _, err := os.Stat(plan.DB); err == nil {
 		l, err := ledger.Open(ctx, plan.DB, ledger.Options{ReadOnly: true})
@@ -444,7 +448,7 @@ func (e *forecaster) inputs(ctx context.Context) error {
 				rd.Close()
 				return fmt.Errorf("reading %s for the estimate: %w", path, err)
 			}
-			if n < skip || rec.Conv == nil {
+			if n < skip || rec.Conv == nil || !e.plan.Shard.Owns(rec.Conv.ID) {
 				continue
 			}
 			if ok, _ := keep(rec.Conv); !ok {
