@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ac3/ac3/pipeline/run/config"
+	"github.com/ac3/ac3/pipeline/shard"
 )
 
 // deployVars are sample values for the shell variables in the deploy
@@ -143,13 +143,6 @@ func TestDeployMisspelledFlagFails(t *testing.T) {
 	}
 }
 
-// shardPath is the run file of shard i of n: the run's file with
-// .shard-I-of-N before its extension.
-func shardPath(db string, i, n int) string {
-	ext := filepath.Ext(db)
-	return fmt.Sprintf("%s.shard-%d-of-%d%s", strings.TrimSuffix(db, ext), i, n, ext)
-}
-
 // flagValue is the value of --name in argv.
 func flagValue(argv []string, name string) (string, bool) {
 	for i, a := range argv {
@@ -199,7 +192,7 @@ func TestDeployKubernetesShardsAgree(t *testing.T) {
 	merge := lines["kubernetes/job-merge.yaml"][0].argv
 	var shards []string
 	for i := range n {
-		shards = append(shards, shardPath(db, i, n))
+		shards = append(shards, shard.Spec{Index: i, Count: n}.Path(db))
 	}
 	if out, _ := flagValue(merge, "out"); out != db || !slices.Equal(positional(merge[2:], "out"), shards) {
 		t.Errorf("job-merge.yaml merges %v, want --out %s %v", merge, db, shards)
