@@ -45,7 +45,7 @@ bench:
     go test -run '^$' -bench '^BenchmarkModelStages$' -benchtime 1x -timeout 60m ./pipeline/modelstages/
     go test -run '^$' -bench '^BenchmarkPlannerAtScale$' -benchtime 1x -timeout 60m ./pipeline/modelstages/
     go test -run '^$' -bench Faults -benchtime 1x -timeout 30m ./cmd/ac3/
-    go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 120m ./pipeline/bench/
+    go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./pipeline/bench/
     AC3_BENCH_SCALE=10000,100000,1000000 go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 720m ./pipeline/bench/
 
 # Every command of a heuristic run (ingest, annotate, curate with six
@@ -61,7 +61,7 @@ bench-scale sizes="10000,100000,1000000":
 # wall times, the merge's time and peak RSS; the merged exports must equal
 # the single run's byte for byte (issue 11).
 bench-shard conversations="200000":
-    AC3_BENCH_SHARD={{conversations}} go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 120m ./pipeline/bench/
+    AC3_BENCH_SHARD={{conversations}} go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./pipeline/bench/
 
 # The chaos test in full: the e2e config over 300+ conversations against an
 # endpoint injecting every fault, with 20 SIGKILLs and resumes (the normal
