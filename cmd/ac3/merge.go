@@ -40,6 +40,10 @@ Example:
 				return err
 			}
 			fmt.Fprintf(e.stdout, "merged %d shards into %s: %d conversations, %d units, %d model calls\n", rep.Shards, c.String("out"), rep.Conversations, rep.Units, rep.Calls)
+			if rep.CrossDuplicates > 0 {
+				fmt.Fprintf(e.stdout, "dropped %d conversations as duplicates of earlier ones in other shards (dedupe); their model calls stay in the spend\n", rep.CrossDuplicates)
+			}
+			fmt.Fprintln(e.stdout, "next: run the same config (or report/export) on the merged file for the report and exports")
 			return nil
 		},
 	}

@@ -207,7 +207,7 @@ func unionKeys(ms ...map[string]string) []string {
 
 // shardFacts is what must be the same in every shard of one run.
 type shardFacts struct {
-	inputs   string            // every input with how far it was read
+	inputs   string            // every input file with how far it was read
 	meta     map[string]string // run settings
 	versions map[string]string // stage/variant -> versions, sorted
 }
@@ -280,10 +280,10 @@ func readShard(ctx context.Context, path string) (shardFile, shardFacts, error) 
 		if err := rows.Scan(&id, &p, &format, &size, &mtime, &done, &fin); err != nil {
 			return err
 		}
-		inputs = append(inputs, fmt.Sprintf("%d:%s(%s,%d bytes,%d records read,finished=%d)", id, p, format, size, done, fin))
-		_ = mtime
+		inputs = append(inputs, fmt.Sprintf("%s(%s,%d bytes,%d records read,finished=%d)", p, format, size, done, fin))
+		_, _ = id, mtime
 		return nil
-	}, `SELECT id, path, format, size, mtime_ns, records_done, finished FROM inputs ORDER BY id`); err != nil {
+	}, `SELECT id, path, format, size, mtime_ns, records_done, finished FROM inputs WHERE substr(path, 1, ?) <> ? ORDER BY id`, len(derivedPrefix), derivedPrefix); err != nil {
 		return f, sf, wrap(err)
 	}
 	sf.inputs = strings.Join(inputs, "; ")
@@ -440,6 +440,9 @@ func (m *merger) checkTables(ctx context.Context) error {
 // conversation whose content came earlier in another shard is dropped, as
 // one process would have dropped it.
 func (m *merger) number(ctx context.Context) error {
+	if err := m.mapInputs(ctx); err != nil {
+		return err
+	}
 	if err := m.exec(ctx, "numbering", `CREATE TEMP TABLE cmap (
 		shard INTEGER NOT NULL, old INTEGER NOT NULL, new INTEGER,
 		input_id INTEGER, line INTEGER, row INTEGER, origin TEXT, parent_old INTEGER, content_hash TEXT,
@@ -455,7 +458,8 @@ func (m *merger) number(ctx context.Context) error {
 			}
 			dedupe = dedupe || n > 0
 			return m.exec(ctx, "numbering", `INSERT INTO temp.cmap (shard, old, input_id, line, row, origin, parent_old, content_hash)
-				SELECT ?, seq, input_id, source_line, source_row, origin, parent_seq, content_hash FROM s.conversations`, k)
+				SELECT ?, c.seq, i.new, c.source_line, c.source_row, c.origin, c.parent_seq, c.content_hash
+				FROM s.conversations c JOIN temp.imap i ON i.shard = ? AND i.old = c.input_id`, k, k)
 		})
 		if err != nil {
 			return err
@@ -520,6 +524,38 @@ func (m *merger) number(ctx context.Context) error {
 	return nil
 }
 
+// mapInputs numbers the inputs of the merged run: each path once, in the
+// order the shards first recorded them. Input files have the same ids in
+// every shard (checkShards saw them in the same order); the inputs of
+// derived conversations exist only in the shards that derived some.
+func (m *merger) mapInputs(ctx context.Context) error {
+	if err := m.exec(ctx, "numbering inputs", `CREATE TEMP TABLE ins AS SELECT 0 AS shard, * FROM main.inputs WHERE 0`); err != nil {
+		return err
+	}
+	for k := range m.shards {
+		if err := m.attached(ctx, k, func() error {
+			return m.exec(ctx, "numbering inputs", `INSERT INTO temp.ins SELECT ?, * FROM s.inputs`, k)
+		}); err != nil {
+			return err
+		}
+	}
+	for _, q := range []string{
+		`CREATE TEMP TABLE imap AS SELECT i.shard, i.id AS old, p.new FROM temp.ins i JOIN (
+			SELECT path, row_number() OVER (ORDER BY min(id), path) AS new FROM temp.ins GROUP BY path) p ON p.path = i.path`,
+		`CREATE UNIQUE INDEX temp.imap_key ON imap(shard, old)`,
+		// The first shard's row of each path (file inputs agree in all).
+		`INSERT INTO main.inputs (id, path, format, size, mtime_ns, records_done, finished)
+			SELECT p.new, i.path, i.format, i.size, i.mtime_ns, i.records_done, i.finished FROM temp.ins i
+			JOIN temp.imap p ON p.shard = i.shard AND p.old = i.id
+			WHERE i.shard = (SELECT min(shard) FROM temp.ins j WHERE j.path = i.path) ORDER BY p.new`,
+	} {
+		if err := m.exec(ctx, "numbering inputs", q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // copyAll copies every table of every shard into the merged run.
 func (m *merger) copyAll(ctx context.Context) error {
 	if err := m.exec(ctx, "collecting", `CREATE TEMP TABLE q AS SELECT 0 AS shard, * FROM main.quarantine WHERE 0`); err != nil {
@@ -533,7 +569,6 @@ func (m *merger) copyAll(ctx context.Context) error {
 		err := m.attached(ctx, k, func() error {
 			if k == 0 {
 				for _, q := range []string{
-					`INSERT INTO main.inputs SELECT * FROM s.inputs`,
 					`INSERT INTO main.run_meta SELECT * FROM s.run_meta`,
 					`INSERT INTO main.shard_steps SELECT * FROM s.shard_steps`,
 				} {
@@ -544,11 +579,13 @@ func (m *merger) copyAll(ctx context.Context) error {
 			}
 			for _, s := range []struct{ what, q string }{
 				{"copying content hashes", `INSERT OR IGNORE INTO main.content_hashes SELECT hash FROM s.content_hashes`},
-				{"adding up drops", `INSERT INTO main.drops (input_id, reason, count) SELECT input_id, reason, count FROM s.drops WHERE true
+				{"adding up drops", `INSERT INTO main.drops (input_id, reason, count) SELECT i.new, d.reason, d.count FROM s.drops d
+					JOIN temp.imap i ON i.shard = ` + fmt.Sprint(k) + ` AND i.old = d.input_id WHERE true
 					ON CONFLICT (input_id, reason) DO UPDATE SET count = count + excluded.count`},
-				{"collecting quarantined records", `INSERT INTO temp.q SELECT ` + fmt.Sprint(k) + `, * FROM s.quarantine`},
+				{"collecting quarantined records", `INSERT INTO temp.q SELECT ` + fmt.Sprint(k) + `, q.id, i.new, q.file, q.line, q.row, q.reason, q.detail, q.excerpt
+					FROM s.quarantine q JOIN temp.imap i ON i.shard = ` + fmt.Sprint(k) + ` AND i.old = q.input_id`},
 				{"copying conversations", `INSERT INTO main.conversations (seq, id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq)
-					SELECT m.new, c.id, c.content_hash, c.input_id, c.source_line, c.source_row, c.format, c.user_turns, c.language, c.data, c.origin, p.new
+					SELECT m.new, c.id, c.content_hash, m.input_id, c.source_line, c.source_row, c.format, c.user_turns, c.language, c.data, c.origin, p.new
 					FROM s.conversations c JOIN temp.cmap m ON m.shard = ` + fmt.Sprint(k) + ` AND m.old = c.seq
 					LEFT JOIN temp.cmap p ON p.shard = m.shard AND p.old = c.parent_seq ORDER BY m.new`},
 				{"copying tasks", `INSERT INTO main.tasks (stage, variant, version, conv_seq, status, attempts, error, updated)

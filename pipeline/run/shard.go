@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -149,12 +150,16 @@ func (p Plan) stepFingerprints() (map[string]string, error) {
 	add("judge", p.Judge != nil, p.Judge)
 	add("compint", p.CompInt != nil, p.CompInt)
 	for step, section := range sections {
+		settings, err := withoutPace(section)
+		if err != nil {
+			return nil, fmt.Errorf("fingerprinting the settings of %s: %w", step, err)
+		}
 		b, err := json.Marshal(struct {
 			Seed     int64
 			Settings any
 			Roles    map[string]modelOf
 			EnvModel string
-		}{p.Seed, section, roles, p.Model.EnvModel})
+		}{p.Seed, settings, roles, p.Model.EnvModel})
 		if err != nil {
 			return nil, fmt.Errorf("fingerprinting the settings of %s: %w", step, err)
 		}
@@ -170,4 +175,41 @@ func (r *runner) owns() func(string) bool {
 		return nil
 	}
 	return r.plan.Shard.Owns
+}
+
+// paceKeys are settings that change how fast a step runs, never what it
+// records; shards on machines of different sizes may set them apart.
+var paceKeys = map[string]bool{"Workers": true, "Window": true}
+
+// withoutPace is section as generic JSON without its paceKeys, at any depth.
+func withoutPace(section any) (any, error) {
+	b, err := json.Marshal(section)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // exact, whatever the size of a seed
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var strip func(any)
+	strip = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if paceKeys[k] {
+					delete(v, k)
+					continue
+				}
+				strip(x)
+			}
+		case []any:
+			for _, x := range v {
+				strip(x)
+			}
+		}
+	}
+	strip(v)
+	return v, nil
 }

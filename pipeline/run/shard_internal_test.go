@@ -76,6 +76,12 @@ func TestStepFingerprints(t *testing.T) {
 	if b := fp(q); b["curate"] != a["curate"] {
 		t.Error("the endpoint's address or limits changed the fingerprint")
 	}
+	// Nor may how fast a step runs.
+	w := p
+	w.Curate = &Curate{Strategies: []string{"fc"}, Workers: 7, Window: 3}
+	if b := fp(w); b["curate"] != a["curate"] {
+		t.Error("workers or window changed the fingerprint")
+	}
 	// The model, the seed and the settings may not.
 	q.Model.Options.Endpoints[0].Model = "llama"
 	if b := fp(q); b["curate"] == a["curate"] {
