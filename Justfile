@@ -35,7 +35,9 @@ fuzz seconds="5":
 # at 10k, 100k and 1M conversations with its wall time and peak RSS (issue 9;
 # hours at 1M: `just bench-scale 10000,100000` for less). The e2e config
 # fault-free vs under 30% 429 + 10% 500 runs before the scale table (~2
-# minutes; target: at most 3x, no failed unit).
+# minutes; target: at most 3x, no failed unit), then the LLM-free run over
+# 200k conversations as one process against 4 shards and their merge (issue
+# 11; `just bench-shard 20000` for a quick one).
 bench:
     go test -run '^$' -bench 'Ingest|Curate|RSS' -benchtime 1x -timeout 60m ./pipeline/bench/
     go test -run '^$' -bench Estimate -benchtime 1x ./pipeline/run/
@@ -43,6 +45,7 @@ bench:
     go test -run '^$' -bench '^BenchmarkModelStages$' -benchtime 1x -timeout 60m ./pipeline/modelstages/
     go test -run '^$' -bench '^BenchmarkPlannerAtScale$' -benchtime 1x -timeout 60m ./pipeline/modelstages/
     go test -run '^$' -bench Faults -benchtime 1x -timeout 30m ./cmd/ac3/
+    go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./pipeline/bench/
     AC3_BENCH_SCALE=10000,100000,1000000 go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 720m ./pipeline/bench/
 
 # Every command of a heuristic run (ingest, annotate, curate with six
@@ -51,6 +54,14 @@ bench:
 # to the largest (issue 9 targets: <= 1.1x, none above 1 GiB).
 bench-scale sizes="10000,100000,1000000":
     AC3_BENCH_SCALE={{sizes}} go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 720m ./pipeline/bench/
+
+# The LLM-free run (ingest, heuristic annotators, six strategies, report,
+# exports) over N conversations as one `ac3 run` against 4 `ac3 run --shard
+# I/4` at once, `ac3 merge` and the report and exports of the merged run:
+# wall times, the merge's time and peak RSS; the merged exports must equal
+# the single run's byte for byte (issue 11).
+bench-shard conversations="200000":
+    AC3_BENCH_SHARD={{conversations}} go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./pipeline/bench/
 
 # The chaos test in full: the e2e config over 300+ conversations against an
 # endpoint injecting every fault, with 20 SIGKILLs and resumes (the normal
