@@ -161,7 +161,7 @@ func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 		{"annotate (heuristic)", []string{"annotate", "--db", db, "--stages", "classify,constraints", "--annotator", "heuristic"}, ""},
 		{"curate (6 strategies)", []string{"curate", "--db", db, "--strategies", "fc,ao,lt,de,concat,filler"}, ""},
 		// Issue 9's resume scan: the same curate again, over a run whose
-		// units (about 13 per conversation) are all recorded, must find
+		// units (about 7 curate units a conversation) are all recorded, must find
 		// nothing to do, quickly (target at a million units: 10 s).
 		{"curate again (resume scan)", []string{"curate", "--db", db, "--strategies", "fc,ao,lt,de,concat,filler"}, "nothing to do"},
 		{"status", []string{"status", "--db", db}, ""},
