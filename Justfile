@@ -33,7 +33,9 @@ fuzz seconds="5":
 # minutes), the planner and limiter at 1k against 100k conversations (issue
 # 9: calls/s ratio, target >= 0.9), and last every command of a heuristic run
 # at 10k, 100k and 1M conversations with its wall time and peak RSS (issue 9;
-# hours at 1M: `just bench-scale 10000,100000` for less). The e2e config
+# curate ran ~110 tasks/s, 6 tasks a conversation, on this 2-core machine
+# shared with other jobs: ~1.5 h at 100k, most of a day at 1M; `just
+# bench-scale 10000,100000` for less). The e2e config
 # fault-free vs under 30% 429 + 10% 500 runs before the scale table (~2
 # minutes; target: at most 3x, no failed unit), then the LLM-free run over
 # 200k conversations as one process against 4 shards and their merge (issue
@@ -46,14 +48,15 @@ bench:
     go test -run '^$' -bench '^BenchmarkPlannerAtScale$' -benchtime 1x -timeout 60m ./pipeline/modelstages/
     go test -run '^$' -bench Faults -benchtime 1x -timeout 30m ./cmd/ac3/
     go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./pipeline/bench/
-    AC3_BENCH_SCALE=10000,100000,1000000 go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 720m ./pipeline/bench/
+    AC3_BENCH_SCALE=10000,100000,1000000 go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 1440m ./pipeline/bench/
 
 # Every command of a heuristic run (ingest, annotate, curate with six
-# strategies, status, inspect, dry run, report, exports) at each size, in its
+# strategies, the same curate again as the resume scan, status, inspect, dry
+# run, report, exports) at each size, in its
 # own process: wall time and peak RSS, and RSS growth from the smallest size
 # to the largest (issue 9 targets: <= 1.1x, none above 1 GiB).
 bench-scale sizes="10000,100000,1000000":
-    AC3_BENCH_SCALE={{sizes}} go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 720m ./pipeline/bench/
+    AC3_BENCH_SCALE={{sizes}} go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 1440m ./pipeline/bench/
 
 # The LLM-free run (ingest, heuristic annotators, six strategies, report,
 # exports) over N conversations as one `ac3 run` against 4 `ac3 run --shard

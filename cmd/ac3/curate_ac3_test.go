@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 	"github.com/ac3/ac3/stages/analyze/analyzetest"
@@ -21,7 +20,7 @@ const ac3Marker = "ASSISTANT-ONLY-7c1e"
 func runAC3Env(t *testing.T, vars map[string]string, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	app := newApp(&env{stop: make(chan struct{}), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }})
 	err := app.RunContext(ctx, append([]string{"ac3"}, args...))

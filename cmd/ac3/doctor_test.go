@@ -7,12 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func runDoctorApp(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	var out bytes.Buffer
 	app := newApp(&env{stop: make(chan struct{}), stdout: &out, stderr: &out, getenv: func(string) string { return "" }})

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 )
@@ -16,7 +15,7 @@ import (
 func runAppEnv(t *testing.T, vars map[string]string, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	app := newApp(&env{stop: make(chan struct{}), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }})
 	err := app.RunContext(ctx, append([]string{"ac3"}, args...))

@@ -19,11 +19,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// commandTimeout bounds one in-process command of a test. It only turns a
+// real hang into a failure: under -race on a loaded machine an end-to-end
+// command has taken over a minute, so it is generous rather than tight.
+const commandTimeout = 10 * time.Minute
+
 // runApp runs ac3 in-process with args and returns stdout and stderr.
 func runApp(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	app := newApp(&env{stop: make(chan struct{}), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }})
 	err := app.RunContext(ctx, append([]string{"ac3"}, args...))

@@ -160,6 +160,10 @@ func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 		{"ingest", []string{"ingest", "--db", db, in}, fmt.Sprintf("kept %d conversations", n)},
 		{"annotate (heuristic)", []string{"annotate", "--db", db, "--stages", "classify,constraints", "--annotator", "heuristic"}, ""},
 		{"curate (6 strategies)", []string{"curate", "--db", db, "--strategies", "fc,ao,lt,de,concat,filler"}, ""},
+		// Issue 9's resume scan: the same curate again, over a run whose
+		// units (about 7 curate units a conversation) are all recorded, must find
+		// nothing to do, quickly (target at a million units: 10 s).
+		{"curate again (resume scan)", []string{"curate", "--db", db, "--strategies", "fc,ao,lt,de,concat,filler"}, "nothing to do"},
 		{"status", []string{"status", "--db", db}, ""},
 		{"inspect", []string{"inspect", "--db", db, "--conversation", id, "--turn", "2"}, ""},
 		{"run --dry-run", []string{"run", "--config", cfg, "--dry-run"}, ""},

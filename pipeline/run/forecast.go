@@ -522,6 +522,20 @@ func contains(ss []string, s string) bool {
 // dry run over a million conversations cannot afford that, and the ratio
 // keeps the estimate within a few percent.
 func ratioCounter(counter *tokens.Counter, c *conv.Conversation) func(string) int {
+	// Measured on first use: a conversation whose tasks are all recorded
+	// asks for no count, and tokenizing its sample anyway made a dry run
+	// over a finished run cost minutes per 10k conversations.
+	ratio := -1.0
+	return func(s string) int {
+		if ratio < 0 {
+			ratio = sampleRatio(counter, c)
+		}
+		return int(float64(len(s))*ratio + 0.5)
+	}
+}
+
+// sampleRatio is tokens per byte over the first sampleBytes of c's text.
+func sampleRatio(counter *tokens.Counter, c *conv.Conversation) float64 {
 	const sampleBytes = 4096
 	toks, size := 0, 0
 	for i := -1; i < len(c.Messages) && size < sampleBytes; i++ {
@@ -535,9 +549,8 @@ func ratioCounter(counter *tokens.Counter, c *conv.Conversation) func(string) in
 		toks += counter.Count(text)
 		size += len(text)
 	}
-	ratio := 0.25 // about four bytes a token, for a conversation with no text
 	if size > 0 && toks > 0 {
-		ratio = float64(toks) / float64(size)
+		return float64(toks) / float64(size)
 	}
-	return func(s string) int { return int(float64(len(s))*ratio + 0.5) }
+	return 0.25 // about four bytes a token, for a conversation with no text
 }
