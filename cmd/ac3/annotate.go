@@ -10,42 +10,9 @@ import (
 
 func annotateCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "annotate",
-		Usage: "label user turns, find session constraints, review replies for pollution",
-		Description: `Runs annotation stages over every kept conversation, resumably:
-
-   classify     for each user turn t >= 2: new_ask, feedback or no_feedback, with a
-                confidence, a one-line reason and the earlier turns it refers to
-                ("1a" = the previous assistant reply, "2u" = the user message two
-                rounds back; none = self-contained)
-   constraints  for each user turn: the session constraints it sets ("from now on,
-                reply in bullets") and the registry in force as of that turn
-   pollution    for each assistant reply from round 2 on: does it carry over an
-                earlier mistake (intent override, code, hallucinated fact, reasoning,
-                formula carryover), from which turns
-
---on says which replies pollution reviews: "dataset" (the conversations' own,
-the default), "responses" (the replies 'ac3 respond' generated, per strategy:
-Huang et al.'s Table 1; --strategies narrows them, e.g. fc,filler, where
-filler's replies are the filler-history baseline on the same turns) or both.
-Generated replies are reviewed against the conversation's own history, blind
-to the strategy, and only once respond has finished every conversation.
-
---annotator chooses who labels classify and constraints: "heuristic" (rules on
-lexical cues and scope phrases; needs no model, costs nothing) or "llm" (the
-role "annotator" of the configured endpoint). Pollution has no rule-based
-annotator and always uses the model. When a model is needed and no endpoint is
-configured, that stage is skipped with one line saying what to set; nothing is
-faked. Failed units (malformed answers after retries) keep the raw answer;
-'ac3 retry --stage NAME' runs them again.
-
-Examples:
-   ac3 annotate --db run.db                                    # classify + constraints, rules only
-   ac3 annotate --db run.db --stages classify,constraints,pollution --annotator llm --config run.yaml
-   OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b ac3 annotate --db run.db --annotator llm --budget-usd 5
-   ac3 annotate --db run.db --stages pollution --dry-run --config run.yaml
-   ac3 annotate --db run.db --stages pollution --on responses --strategies fc,filler --config run.yaml
-   ac3 eval-heuristics                                         # how good are the rules?`,
+		Name:        "annotate",
+		Usage:       "label user turns, find session constraints, review replies for pollution",
+		Description: run.AnnotateHelp(),
 		Flags: append([]cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "stages", Value: "classify,constraints", Usage: "comma-separated: classify, constraints, pollution (refs come with classify)"},

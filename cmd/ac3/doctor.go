@@ -14,28 +14,10 @@ import (
 
 func doctorCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:      "doctor",
-		Usage:     "check a run file page by page and recover what is readable",
-		ArgsUsage: "[RUN.db]",
-		Description: `Runs SQLite's full integrity check on the run file, which reads every page
-(minutes for a file of many GB), and says whether the file is sound or what is
-damaged. Any command that meets damage in a run file stops with "run file X is
-damaged: …" and leaves a note beside it (RUN.db.damaged) so later commands
-refuse the file too; doctor removes that note when the file checks sound.
-
-For a damaged file doctor counts what a recovery would keep. --recover-to
-NEW.db copies every readable record into a new run file: settings, inputs,
-conversations whose data still decodes, finished tasks with all their units,
-the model-answer cache (so redoing lost work costs nothing) and the call
-records; it prints what was copied and what was lost. Run the same commands
-on the new file to redo the lost work. The damaged file is only read.
-
-Exits 0 when the file is sound or was recovered, 1 when it is damaged and
-nothing was recovered.
-
-Example:
-   ac3 doctor --db run.db
-   ac3 doctor --db run.db --recover-to run-recovered.db`,
+		Name:        "doctor",
+		Usage:       "check a run file page by page and recover what is readable",
+		ArgsUsage:   "[RUN.db]",
+		Description: ledger.DoctorHelp(),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "the run file to check", EnvVars: []string{"AC3_DB"}},
 			&cli.StringFlag{Name: "recover-to", Usage: "copy every readable record into this new run file"},

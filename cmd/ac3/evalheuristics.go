@@ -17,17 +17,9 @@ import (
 
 func evalHeuristicsCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "eval-heuristics",
-		Usage: "measure the rule-based annotators on the labelled turns in fixtures/labelled",
-		Description: `Runs the heuristic classify and constraints annotators on the labelled
-sets we wrote (fixtures/labelled/classify.jsonl, constraints.jsonl) and prints
-precision, recall and F1 per class, separately for the dev split (the rules
-were tuned on it) and the held-out test split (never tuned on; the honest
-number).
-
-Examples:
-   ac3 eval-heuristics
-   ac3 eval-heuristics --dir fixtures/labelled --misses`,
+		Name:        "eval-heuristics",
+		Usage:       "measure the rule-based annotators on the labelled turns in fixtures/labelled",
+		Description: classify.EvalHeuristicsHelp(),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Value: filepath.Join("fixtures", "labelled"), Usage: "folder holding classify.jsonl and constraints.jsonl"},
 			&cli.BoolFlag{Name: "misses", Usage: "also list the ids of wrongly labelled examples"},

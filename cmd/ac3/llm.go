@@ -46,18 +46,10 @@ func llmCommand(e *env) *cli.Command {
 		Name:  "llm",
 		Usage: "check model endpoints",
 		Subcommands: []*cli.Command{{
-			Name:  "ping",
-			Usage: "send one tiny request for a role and show latency, model, usage and rate-limit headers",
-			Description: `Sends one short chat request through the same limits and retries as a run
-(never from the cache) and prints what came back, and how stages will ask the
-role's model for answers (output: tags | json_schema, and the endpoint kind it
-defaults from). Use it to check a key, a model name and the limits a provider
-reports before starting a long job.
-
-Examples:
-   OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b ac3 llm ping
-   ac3 llm ping --config run.yaml --role judge`,
-			Flags: append(llmFlags(), &cli.StringFlag{Name: "role", Value: "judge", Usage: "annotator | analyzer | respondent | judge"}),
+			Name:        "ping",
+			Usage:       "send one tiny request for a role and show latency, model, usage and rate-limit headers",
+			Description: llm.PingHelp(),
+			Flags:       append(llmFlags(), &cli.StringFlag{Name: "role", Value: "judge", Usage: "annotator | analyzer | respondent | judge"}),
 			Action: func(c *cli.Context) error {
 				_, m, err := modelFlags(c, e)
 				if err != nil {

@@ -16,29 +16,10 @@ import (
 
 func statusCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:      "status",
-		Usage:     "tell where a run stands",
-		ArgsUsage: "[RUN.db]",
-		Description: `Prints, for the run, the input files and how far each was read, kept
-conversations, drops by filter reason, quarantined records by reason, and per
-stage and variant the tasks done, failed and pending, plus model usage and spend.
-
---json prints the same as one JSON object. Its fields are stable (new fields may
-be added, none renamed or removed): path, inputs[{path, format, records,
-finished}], conversations, dropped{reason: n}, dropped_total, quarantined{reason:
-n}, quarantined_total, stages[{stage, variant, version, done, failed, pending,
-units_done, units_failed}], llm[{role, model, stage, calls, cache_hits, failed,
-prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd}],
-spend_usd, turn_types[{variant, version, turns, failed, shares[{type, count,
-share}], labeller_quality}] (when the run has a classify stage).
-
-Turn types labelled by the rule-based heuristic are shown with its measured
-coverage (share of turns it gives a type) and accuracy (share of those it gets
-right) and the labelled set they were measured on, which it was not tuned on.
-
-Example:
-   ac3 status --db run.db
-   ac3 status run.db --json | jq .quarantined`,
+		Name:        "status",
+		Usage:       "tell where a run stands",
+		ArgsUsage:   "[RUN.db]",
+		Description: run.StatusHelp(),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "the run file", EnvVars: []string{"AC3_DB"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -182,15 +163,10 @@ func printCounts(w io.Writer, title string, m map[string]int64, total int64) {
 
 func retryCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "retry",
-		Usage: "re-queue failed work so the next run does it again",
-		Description: `Failed units (a rejected request, a model answer that could not be parsed
-after retries) keep their error and raw answer in the run. retry forgets them,
-so the next curate/run command plans them again. Finished work is untouched.
-
-Example:
-   ac3 retry --db run.db --stage curate`,
-		Flags: []cli.Flag{dbFlag, &cli.StringFlag{Name: "stage", Usage: "only this stage (default: all)"}},
+		Name:        "retry",
+		Usage:       "re-queue failed work so the next run does it again",
+		Description: run.RetryHelp(),
+		Flags:       []cli.Flag{dbFlag, &cli.StringFlag{Name: "stage", Usage: "only this stage (default: all)"}},
 		Action: func(c *cli.Context) error {
 			l, err := openRun(c, false)
 			if err != nil {
