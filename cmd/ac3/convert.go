@@ -40,8 +40,8 @@ func convertCommand(e *env) *cli.Command {
 				badBy[string(r)] = n
 			}
 			fmt.Fprintf(e.stdout, "read %d records: wrote %d conversations to %s\n", st.Records, st.Kept, cv.Out)
-			printCounts(e.stdout, "dropped by filters", st.Dropped, dropped)
-			printCounts(e.stdout, "bad records skipped", badBy, bad)
+			run.WriteCounts(e.stdout, "dropped by filters", st.Dropped, dropped)
+			run.WriteCounts(e.stdout, "bad records skipped", badBy, bad)
 			return nil
 		},
 	}

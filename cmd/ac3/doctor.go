@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -63,40 +60,13 @@ func doctorCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			printSalvage(e.stdout, rep)
+			rep.WriteText(e.stdout)
 			if to == "" {
 				fmt.Fprintf(e.stdout, "\nto copy them into a new run: ac3 doctor --db %s --recover-to NEW.db\n", path)
-				return fmt.Errorf("run file %s is damaged (%s); nothing was changed", path, firstProblem(res))
+				return fmt.Errorf("run file %s is damaged (%s); nothing was changed", path, res.FirstProblem())
 			}
 			fmt.Fprintf(e.stdout, "\nrecovered into %s; run the same commands with --db %s to redo what was lost\n", to, to)
 			return nil
 		},
 	}
-}
-
-func firstProblem(res ledger.CheckResult) string {
-	if len(res.Problems) == 0 {
-		return "no details"
-	}
-	p := res.Problems[0]
-	if len(res.Problems) > 1 {
-		p += fmt.Sprintf(", and %d more", len(res.Problems)-1)
-	}
-	return strings.TrimSpace(p)
-}
-
-func printSalvage(w io.Writer, rep ledger.SalvageReport) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tcopied\tlost\t")
-	for _, c := range rep.Counts {
-		lost := fmt.Sprint(c.Lost)
-		if c.Lost < 0 {
-			lost = "unknown"
-		}
-		if c.Skipped > 0 {
-			lost += fmt.Sprintf(" (%d unreadable stretch(es))", c.Skipped)
-		}
-		fmt.Fprintf(tw, "   %s\t%d\t%s\t\n", c.What, c.Copied, lost)
-	}
-	tw.Flush()
 }

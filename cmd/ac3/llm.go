@@ -2,10 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -63,7 +59,7 @@ func llmCommand(e *env) *cli.Command {
 				if err != nil {
 					return fmt.Errorf("pinging role %s: %w", c.String("role"), err)
 				}
-				printPing(e, c.String("role"), res)
+				res.WriteText(e.stdout, c.String("role"))
 				if ep, err := client.Endpoint(c.String("role")); err == nil {
 					kind := ep.Kind
 					if kind == "" {
@@ -74,35 +70,5 @@ func llmCommand(e *env) *cli.Command {
 				return nil
 			},
 		}},
-	}
-}
-
-func printPing(e *env, role string, res llm.PingResult) {
-	w := e.stdout
-	fmt.Fprintf(w, "role %s → %s\n", role, res.Endpoint)
-	fmt.Fprintf(w, "model:    %s\n", res.Model)
-	fmt.Fprintf(w, "latency:  %s (%d attempt(s))\n", res.Latency.Round(time.Millisecond), res.Attempts)
-	fmt.Fprintf(w, "usage:    %d prompt + %d completion tokens", res.Usage.Prompt, res.Usage.Completion)
-	if res.Usage.CachedPrompt > 0 || res.Usage.Reasoning > 0 {
-		fmt.Fprintf(w, " (%d cached, %d reasoning)", res.Usage.CachedPrompt, res.Usage.Reasoning)
-	}
-	fmt.Fprintf(w, ", $%.6f\n", res.CostUSD)
-	text := res.Text
-	if len(text) > 120 {
-		text = text[:120] + "…"
-	}
-	fmt.Fprintf(w, "answer:   %q\n", text)
-	keys := make([]string, 0, len(res.Headers))
-	for k := range res.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) == 0 {
-		fmt.Fprintln(w, "rate-limit headers: none returned")
-		return
-	}
-	fmt.Fprintln(w, "rate-limit headers:")
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %s: %s\n", strings.ToLower(k), strings.Join(http.Header(res.Headers).Values(k), ", "))
 	}
 }
