@@ -140,7 +140,7 @@ var external = map[string][]string{
 	"github.com/urfave/cli/v2":             {"cmd/ac3"},
 	"gopkg.in/yaml.v3":                     {"pipeline/run/config"},
 	"github.com/pkoukk/tiktoken-go":        {"pipeline/tokens"},
-	"github.com/klauspost/compress":        {"io/compress", "io/parquetio", "pipeline/ledger"},
+	"github.com/klauspost/compress":        {"io/compress", "io/parquetio", "pipeline/ledger", "pipeline/tokens"},
 	"golang.org/x/term":                    {"pipeline/progress", "cmd/ac3"},
 	"github.com/sourcegraph/conc":          {"pipeline", "pipeline/convert", "judge", "stages/respond", "stages/curate"},
 	"github.com/pkoukk/tiktoken-go-loader": {"pipeline/tokens"},
