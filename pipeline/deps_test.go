@@ -114,7 +114,7 @@ var allowed = map[string][]string{
 	"pipeline/modelstages": with(engine, stages, "judge"),
 
 	// Reports and exports sit above everything they summarise.
-	"judge/report":    with(engine, stages, "judge"),
+	"judge/report":    with(engine, stages, "judge", "io/atomicfile"),
 	"pipeline/export": with(engine, stages, "judge", "io/jsonl", "io/parquetio"),
 
 	// The run library wires everything below into one call; the config
