@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -150,7 +151,7 @@ func exitCode(err error) int {
 // openRun opens the run named by --db (or the first argument), for the
 // commands that read or fix a run rather than run stages on it.
 func openRun(c *cli.Context, readOnly bool) (*ledger.Ledger, error) {
-	path := cmpOr(c.String("db"), c.Args().First())
+	path := cmp.Or(c.String("db"), c.Args().First())
 	if path == "" {
 		return nil, fmt.Errorf("no run file: pass --db RUN.db")
 	}
@@ -167,15 +168,6 @@ func splitList(s []string) []string {
 		}
 	}
 	return out
-}
-
-// cmpOr is v, or def when v is the zero value.
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // errorLine is the one line main prints for a command's error. A refused
