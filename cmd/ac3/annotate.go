@@ -2,10 +2,14 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/stages/classify"
+	"github.com/ac3/ac3/stages/constraints"
+	"github.com/ac3/ac3/stages/pollution"
 )
 
 func annotateCommand(e *env) *cli.Command {
@@ -15,7 +19,7 @@ func annotateCommand(e *env) *cli.Command {
 		Description: run.AnnotateHelp(),
 		Flags: append([]cli.Flag{
 			dbFlag,
-			&cli.StringFlag{Name: "stages", Value: "classify,constraints", Usage: "comma-separated: classify, constraints, pollution (refs come with classify)"},
+			&cli.StringFlag{Name: "stages", Value: "classify,constraints", Usage: "comma-separated: " + strings.Join(run.AnnotateStages(), ", ") + " (refs come with classify)"},
 			&cli.StringFlag{Name: "annotator", Value: run.Heuristic, Usage: run.Heuristic + " | " + run.LLM + ", for classify and constraints"},
 			&cli.StringFlag{Name: "on", Value: "dataset", Usage: "pollution: dataset | responses | dataset,responses"},
 			&cli.StringSliceFlag{Name: "strategies", Usage: "pollution --on responses: respond variants to review (default: all)"},
@@ -55,17 +59,17 @@ func annotateFrom(c *cli.Context) (run.Annotate, *run.ReviewReplies, error) {
 	if ann != run.Heuristic && ann != run.LLM {
 		return a, nil, fmt.Errorf("--annotator %q: want %s or %s", ann, run.Heuristic, run.LLM)
 	}
-	pollution := false
+	wantPollution := false
 	for _, s := range splitList([]string{c.String("stages")}) {
 		switch s {
-		case "classify", "refs":
+		case classify.StageName, "refs":
 			a.Classify = ann
-		case "constraints":
+		case constraints.StageName:
 			a.Constraints = ann
-		case "pollution":
-			pollution = true
+		case pollution.StageName:
+			wantPollution = true
 		default:
-			return a, nil, fmt.Errorf("--stages: unknown stage %q (want classify, constraints, pollution)", s)
+			return a, nil, fmt.Errorf("--stages: unknown stage %q (want %s)", s, strings.Join(run.AnnotateStages(), ", "))
 		}
 	}
 	dataset, responses := false, false
@@ -85,8 +89,8 @@ func annotateFrom(c *cli.Context) (run.Annotate, *run.ReviewReplies, error) {
 	if c.Int("samples") < 0 {
 		return a, nil, fmt.Errorf("--samples %d: want 0 (all) or more", c.Int("samples"))
 	}
-	a.Pollution = pollution && dataset
-	if !pollution || !responses {
+	a.Pollution = wantPollution && dataset
+	if !wantPollution || !responses {
 		return a, nil, nil
 	}
 	return a, &run.ReviewReplies{Strategies: splitList(c.StringSlice("strategies")), Samples: c.Int("samples"), Dataset: dataset, Workers: c.Int("workers")}, nil
