@@ -115,7 +115,7 @@ var allowed = map[string][]string{
 	"pipeline/modelstages": with(engine, stages, "judge"),
 
 	// Reports and exports sit above everything they summarise.
-	"judge/report":    with(engine, stages, "judge"),
+	"judge/report":    with(engine, stages, "judge", "io/atomicfile"),
 	"pipeline/export": with(engine, stages, "judge", "io/jsonl", "io/parquetio"),
 
 	// The run library wires everything below into one call; the config
@@ -141,7 +141,7 @@ var external = map[string][]string{
 	"github.com/urfave/cli/v2":             {"cmd/ac3"},
 	"gopkg.in/yaml.v3":                     {"pipeline/run/config"},
 	"github.com/pkoukk/tiktoken-go":        {"pipeline/tokens"},
-	"github.com/klauspost/compress":        {"io/compress", "io/parquetio", "pipeline/ledger"},
+	"github.com/klauspost/compress":        {"io/compress", "io/parquetio", "pipeline/ledger", "pipeline/tokens"},
 	"golang.org/x/term":                    {"pipeline/progress", "cmd/ac3"},
 	"github.com/sourcegraph/conc":          {"pipeline", "pipeline/convert", "judge", "stages/respond", "stages/curate"},
 	"github.com/pkoukk/tiktoken-go-loader": {"pipeline/tokens"},

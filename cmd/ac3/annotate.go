@@ -2,53 +2,24 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/stages/classify"
+	"github.com/ac3/ac3/stages/constraints"
+	"github.com/ac3/ac3/stages/pollution"
 )
 
 func annotateCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "annotate",
-		Usage: "label user turns, find session constraints, review replies for pollution",
-		Description: `Runs annotation stages over every kept conversation, resumably:
-
-   classify     for each user turn t >= 2: new_ask, feedback or no_feedback, with a
-                confidence, a one-line reason and the earlier turns it refers to
-                ("1a" = the previous assistant reply, "2u" = the user message two
-                rounds back; none = self-contained)
-   constraints  for each user turn: the session constraints it sets ("from now on,
-                reply in bullets") and the registry in force as of that turn
-   pollution    for each assistant reply from round 2 on: does it carry over an
-                earlier mistake (intent override, code, hallucinated fact, reasoning,
-                formula carryover), from which turns
-
---on says which replies pollution reviews: "dataset" (the conversations' own,
-the default), "responses" (the replies 'ac3 respond' generated, per strategy:
-Huang et al.'s Table 1; --strategies narrows them, e.g. fc,filler, where
-filler's replies are the filler-history baseline on the same turns) or both.
-Generated replies are reviewed against the conversation's own history, blind
-to the strategy, and only once respond has finished every conversation.
-
---annotator chooses who labels classify and constraints: "heuristic" (rules on
-lexical cues and scope phrases; needs no model, costs nothing) or "llm" (the
-role "annotator" of the configured endpoint). Pollution has no rule-based
-annotator and always uses the model. When a model is needed and no endpoint is
-configured, that stage is skipped with one line saying what to set; nothing is
-faked. Failed units (malformed answers after retries) keep the raw answer;
-'ac3 retry --stage NAME' runs them again.
-
-Examples:
-   ac3 annotate --db run.db                                    # classify + constraints, rules only
-   ac3 annotate --db run.db --stages classify,constraints,pollution --annotator llm --config run.yaml
-   OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b ac3 annotate --db run.db --annotator llm --budget-usd 5
-   ac3 annotate --db run.db --stages pollution --dry-run --config run.yaml
-   ac3 annotate --db run.db --stages pollution --on responses --strategies fc,filler --config run.yaml
-   ac3 eval-heuristics                                         # how good are the rules?`,
+		Name:        "annotate",
+		Usage:       "label user turns, find session constraints, review replies for pollution",
+		Description: run.AnnotateHelp(),
 		Flags: append([]cli.Flag{
 			dbFlag,
-			&cli.StringFlag{Name: "stages", Value: "classify,constraints", Usage: "comma-separated: classify, constraints, pollution (refs come with classify)"},
+			&cli.StringFlag{Name: "stages", Value: "classify,constraints", Usage: "comma-separated: " + strings.Join(run.AnnotateStages(), ", ") + " (refs come with classify)"},
 			&cli.StringFlag{Name: "annotator", Value: run.Heuristic, Usage: run.Heuristic + " | " + run.LLM + ", for classify and constraints"},
 			&cli.StringFlag{Name: "on", Value: "dataset", Usage: "pollution: dataset | responses | dataset,responses"},
 			&cli.StringSliceFlag{Name: "strategies", Usage: "pollution --on responses: respond variants to review (default: all)"},
@@ -88,17 +59,17 @@ func annotateFrom(c *cli.Context) (run.Annotate, *run.ReviewReplies, error) {
 	if ann != run.Heuristic && ann != run.LLM {
 		return a, nil, fmt.Errorf("--annotator %q: want %s or %s", ann, run.Heuristic, run.LLM)
 	}
-	pollution := false
+	wantPollution := false
 	for _, s := range splitList([]string{c.String("stages")}) {
 		switch s {
-		case "classify", "refs":
+		case classify.StageName, "refs":
 			a.Classify = ann
-		case "constraints":
+		case constraints.StageName:
 			a.Constraints = ann
-		case "pollution":
-			pollution = true
+		case pollution.StageName:
+			wantPollution = true
 		default:
-			return a, nil, fmt.Errorf("--stages: unknown stage %q (want classify, constraints, pollution)", s)
+			return a, nil, fmt.Errorf("--stages: unknown stage %q (want %s)", s, strings.Join(run.AnnotateStages(), ", "))
 		}
 	}
 	dataset, responses := false, false
@@ -118,8 +89,8 @@ func annotateFrom(c *cli.Context) (run.Annotate, *run.ReviewReplies, error) {
 	if c.Int("samples") < 0 {
 		return a, nil, fmt.Errorf("--samples %d: want 0 (all) or more", c.Int("samples"))
 	}
-	a.Pollution = pollution && dataset
-	if !pollution || !responses {
+	a.Pollution = wantPollution && dataset
+	if !wantPollution || !responses {
 		return a, nil, nil
 	}
 	return a, &run.ReviewReplies{Strategies: splitList(c.StringSlice("strategies")), Samples: c.Int("samples"), Dataset: dataset, Workers: c.Int("workers")}, nil

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -47,62 +49,17 @@ func (e *exitStatus) Error() string {
 
 func (e *exitStatus) Unwrap() error { return e.err }
 
-const manual = `ac3 turns large logs of multi-turn human–AI conversations (WildChat dumps,
-OpenAI chat logs, ShareGPT, Lost in Conversation) into annotated, curated data.
-
-A run is one SQLite file (--db). Every command records what it finished in it,
-so any command can be stopped (Ctrl-C, a crash, kill -9) and run again: it
-picks up exactly where it stopped and never repeats finished work.
-
-A typical session:
-
-   ac3 ingest   --db run.db --language English --min-turns 5 --max-turns 10 dump.jsonl.zst
-   ac3 annotate --db run.db --stages classify,constraints --annotator heuristic
-   ac3 curate   --db run.db --strategies fc,ao,lt,de
-   ac3 inspect  --db run.db --conversation <id> --turn 3
-   ac3 export   --db run.db --what curated --format parquet --out curated.parquet
-   ac3 status   --db run.db
-
-With a model endpoint (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL, or a
-config file with endpoints, models and roles) the same run goes further:
-
-   ac3 annotate --db run.db --stages classify,constraints,pollution --annotator llm
-   ac3 curate   --db run.db --strategies fc,ao,gated-reset --budget-usd 20
-   ac3 respond  --db run.db --strategies fc,ao,gated-reset
-   ac3 judge    --db run.db --pairs gated-reset:ao,gated-reset:fc,fc:ao --order both
-   ac3 report   --db run.db --out report/
-
-or all of it from one config file:
-
-   ac3 run --config fixtures/configs/wildchat.yaml
-
-Input formats are recognised from their content (and extension): WildChat JSONL
-and Parquet, OpenAI chat JSONL, ShareGPT (JSON array or JSONL), Lost in
-Conversation sharded JSON, and ac3's own canonical JSONL, Parquet and Arrow IPC.
-.zst and .gz files are decompressed on the fly.
-
-Exit status:
-   0  done: every unit of work is recorded
-   1  the command could not do its work (bad flags or config, unreadable input)
-   2  done, but some units failed; the closing line says how many, in which
-      stage, and the 'ac3 retry' command that queues them again
-   3  stopped before the end: Ctrl-C or SIGTERM, the budget, or a fatal endpoint
-      error (a key, a model, a quota); run the same command again to continue
-   4  the run file is being written by another process (named with its PID and
-      host); nothing was done: wait for it, or stop it, and run again
-   5  the run file is damaged; 'ac3 doctor --db RUN.db' checks it and copies
-      what is readable into a new run
-   6  the disk is full; nothing of the failed commit was kept: free some space
-      and run the same command again to continue
-
-The first Ctrl-C lets work in flight finish and be recorded; a second one
-abandons it (it runs again on resume); a third quits at once.`
+// manual is the text of 'ac3 --help': what a run is, a typical session, the
+// exit statuses.
+//
+//go:embed manual.txt
+var manual string
 
 func newApp(e *env) *cli.App {
 	app := &cli.App{
 		Name:                 "ac3",
 		Usage:                "annotate, curate and judge large logs of multi-turn conversations",
-		Description:          manual,
+		Description:          strings.TrimSuffix(manual, "\n"),
 		Writer:               e.stdout,
 		ErrWriter:            e.stderr,
 		EnableBashCompletion: true,
@@ -199,7 +156,7 @@ func exitCode(err error) int {
 // openRun opens the run named by --db (or the first argument), for the
 // commands that read or fix a run rather than run stages on it.
 func openRun(c *cli.Context, readOnly bool) (*ledger.Ledger, error) {
-	path := cmpOr(c.String("db"), c.Args().First())
+	path := cmp.Or(c.String("db"), c.Args().First())
 	if path == "" {
 		return nil, fmt.Errorf("no run file: pass --db RUN.db")
 	}
@@ -216,15 +173,6 @@ func splitList(s []string) []string {
 		}
 	}
 	return out
-}
-
-// cmpOr is v, or def when v is the zero value.
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // errorLine is the one line main prints for a command's error. A refused

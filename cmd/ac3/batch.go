@@ -11,18 +11,9 @@ import (
 
 func batchCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "batch",
-		Usage: "manage a run's batches and batch files",
-		Description: `With an endpoint or role in batch mode (mode: batch in the config, or
---batch on a stage command) the model stages queue their requests in the run
-file, submit them as batches, wait for them and import the answers. These
-commands act on that queue.
-
-Examples:
-   ac3 batch cancel --db run.db --config run.yaml
-   ac3 batch export --db run.db --stage judge --out requests.jsonl
-   vllm run_batch -i requests.jsonl -o results.jsonl --model Qwen/Qwen3-8B
-   ac3 batch import --db run.db --config run.yaml results.jsonl`,
+		Name:        "batch",
+		Usage:       "manage a run's batches and batch files",
+		Description: run.BatchHelp(),
 		Subcommands: []*cli.Command{
 			{
 				Name:  "cancel",

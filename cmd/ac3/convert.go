@@ -13,17 +13,10 @@ import (
 
 func convertCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:      "convert",
-		Usage:     "stream files through the filters into canonical Parquet, Arrow or JSONL, without a run",
-		ArgsUsage: "FILE...",
-		Description: `A one-pass conversion for when you want a filtered file, not a run: no run
-file, no resume. The output format follows --out: .parquet, .arrow, .jsonl
-(.jsonl.zst, .jsonl.gz). Bad records are counted by reason and listed with
---show-bad. --dedupe needs a run (it remembers what it has seen): use ingest.
-
-Example:
-   ac3 convert --language English --min-turns 5 --max-turns 10 \
-       --out english-5-10.parquet wildchat-shard-*.jsonl.zst`,
+		Name:        "convert",
+		Usage:       "stream files through the filters into canonical Parquet, Arrow or JSONL, without a run",
+		ArgsUsage:   "FILE...",
+		Description: convert.Help(),
 		Flags: append(filterFlags(),
 			&cli.StringFlag{Name: "out", Required: true, Usage: "output file, its format by extension: " + strings.Join(convert.Outputs(), ", ")},
 			&cli.BoolFlag{Name: "show-bad", Usage: "print each bad record's file, line and reason"},
@@ -47,8 +40,8 @@ Example:
 				badBy[string(r)] = n
 			}
 			fmt.Fprintf(e.stdout, "read %d records: wrote %d conversations to %s\n", st.Records, st.Kept, cv.Out)
-			printCounts(e.stdout, "dropped by filters", st.Dropped, dropped)
-			printCounts(e.stdout, "bad records skipped", badBy, bad)
+			run.WriteCounts(e.stdout, "dropped by filters", st.Dropped, dropped)
+			run.WriteCounts(e.stdout, "bad records skipped", badBy, bad)
 			return nil
 		},
 	}

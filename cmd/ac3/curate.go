@@ -14,97 +14,11 @@ import (
 	"github.com/ac3/ac3/stages/curate"
 )
 
-// curateHelp is curate's manual page.
-const curateHelp = `For every kept conversation and every user turn t >= --from-turn, builds the
-context a model would be given before answering turn t, under each strategy in
---strategies, and records its size in tokens:
-
-   fc      full context: everything before the reply
-   ao      assistant omission: assistant turns replaced by a placeholder, with a
-           system note saying what the placeholders are
-   lt      last turn: only the previous user–assistant exchange, then the turn
-   de      delete everything: only the current user message
-   concat  all user turns so far joined into one user message
-   filler  assistant turns replaced by neutral text of the same token length
-           (separates pollution from plain context length)
-
-With a model endpoint (OPENAI_BASE_URL/OPENAI_API_KEY, or --config), the AC3
-operators and the other model-backed strategies:
-
-   augment      C_t followed by the AC3 analysis (spec, aligned, issues), on
-                every turn after a warm-up (--warmup, default 2 turns)
-   reset        when the analysis finds issues, the history is replaced by a
-                fixed template holding the spec and the aligned work, then u_t;
-                otherwise the context is unchanged (no extra call)
-   gated-reset  reset that skips the first --floor user turns (default 2) and
-                resets at most --cap times per conversation (default 3); the
-                default AC3 operator
-   rewrite      when issues are found, one more call writes a compact briefing
-                that replaces the history, then u_t
-   sum          each assistant reply replaced by a one-sentence summary (one
-                call per reply, reused by every later turn)
-   adaptive     fc or ao per turn: ao on new_ask turns (--adaptive-policy
-                omit-on-new-ask, needs the classify stage), or keep fc iff
-                P(fc wins) - lambda*delta >= tau (scored, needs 'ac3 policy fit')
-
-and the overlay NAME+constraints (any strategy), which appends the session
-constraints in force at turn t (from the constraints stage) in a marked block,
-also after a reset or a rewrite.
-
-The AC3 analysis runs once per turn and is shared by every operator: step 1
-reads only the system message and the user's messages (the assistant's turns
-never reach it), step 2 compares the full context against that specification.
-After a reset at turn k, later turns continue from the reset context: the
-template and u_k, then the logged messages after u_k up to u_t, until the next
-reset. Every curated context records the operator's decision, resets so far,
-the analysis and the calls and dollars it took; 'ac3 inspect' shows them.
-
---memory (stages.curate.memory.regime in the config) gives step 2 of the
-analysis a plain-text cheatsheet of lessons from other conversations, at most
-1,500 words:
-
-   off      no cheatsheet (the default)
-   offline  the frozen cheatsheet 'ac3 memory learn' stored in the run; its
-            hash is in the operators' versions. The conversations it was
-            learned on are left out of the operators that use it (and of the
-            report); --memory-include-learning keeps them
-   online   a cheatsheet updated as the run goes: conversations are curated
-            one at a time in ingest order; after each, every turn from
-            --from-turn is analyzed (the operators reuse these analyses), one
-            reflection call turns the analyses into takeaways and one unify
-            call merges them in, and the result is what step 2 of the next
-            conversation receives. A conversation the analyzer cannot read
-            leaves the cheatsheet unchanged. Every version is stored in the
-            run before the conversation's contexts are committed, so a
-            resumed run continues from the last one and gives the same
-            result; 'ac3 memory show' prints them. The operators' versions
-            say memory=online:<chain>; each context records the hash of the
-            cheatsheet it was given (online:none before the first update).
-
---ablation-contagious-extractor and --ablation-single-pass reproduce the
-paper's ablations (step 1 sees the assistant's turns; one single analysis
-call). They are for research only, off by default, and labelled ABLATION in
-every variant version and curated record.
-
-The system message, when there is one, is kept by every strategy. Each strategy
-is a separate variant: changing one strategy's settings recomputes only its
-units. Strategies that need a model are skipped, with one line saying what to
-configure, when no endpoint is configured.
-
-Examples:
-   ac3 curate --db run.db --strategies fc,ao,lt,de
-   ac3 curate --db run.db --strategies filler --from-turn 3 --encoding cl100k_base
-   OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b \
-     ac3 curate --db run.db --strategies fc,ao,gated-reset,gated-reset+constraints
-   ac3 curate --db run.db --config run.yaml --strategies augment,rewrite --warmup 3
-   ac3 curate --db run.db --strategies augment --ablation-contagious-extractor
-   ac3 curate --db run.db --strategies fc,gated-reset --memory online`
-
 func curateCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:        "curate",
 		Usage:       "build the context a respondent would see before each turn, per strategy",
-		Description: curateHelp,
+		Description: curate.Help(),
 		Flags: append([]cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "strategies", Value: "fc,ao,lt,de", Usage: "comma-separated: " + strings.Join(curate.Names(), ", ") + "; with a model: " + strings.Join(curate.ModelNames(), ", ") + "; any NAME+constraints"},

@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -14,28 +11,10 @@ import (
 
 func doctorCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:      "doctor",
-		Usage:     "check a run file page by page and recover what is readable",
-		ArgsUsage: "[RUN.db]",
-		Description: `Runs SQLite's full integrity check on the run file, which reads every page
-(minutes for a file of many GB), and says whether the file is sound or what is
-damaged. Any command that meets damage in a run file stops with "run file X is
-damaged: …" and leaves a note beside it (RUN.db.damaged) so later commands
-refuse the file too; doctor removes that note when the file checks sound.
-
-For a damaged file doctor counts what a recovery would keep. --recover-to
-NEW.db copies every readable record into a new run file: settings, inputs,
-conversations whose data still decodes, finished tasks with all their units,
-the model-answer cache (so redoing lost work costs nothing) and the call
-records; it prints what was copied and what was lost. Run the same commands
-on the new file to redo the lost work. The damaged file is only read.
-
-Exits 0 when the file is sound or was recovered, 1 when it is damaged and
-nothing was recovered.
-
-Example:
-   ac3 doctor --db run.db
-   ac3 doctor --db run.db --recover-to run-recovered.db`,
+		Name:        "doctor",
+		Usage:       "check a run file page by page and recover what is readable",
+		ArgsUsage:   "[RUN.db]",
+		Description: ledger.DoctorHelp(),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "the run file to check", EnvVars: []string{"AC3_DB"}},
 			&cli.StringFlag{Name: "recover-to", Usage: "copy every readable record into this new run file"},
@@ -81,40 +60,13 @@ Example:
 			if err != nil {
 				return err
 			}
-			printSalvage(e.stdout, rep)
+			rep.WriteText(e.stdout)
 			if to == "" {
 				fmt.Fprintf(e.stdout, "\nto copy them into a new run: ac3 doctor --db %s --recover-to NEW.db\n", path)
-				return fmt.Errorf("run file %s is damaged (%s); nothing was changed", path, firstProblem(res))
+				return fmt.Errorf("run file %s is damaged (%s); nothing was changed", path, res.FirstProblem())
 			}
 			fmt.Fprintf(e.stdout, "\nrecovered into %s; run the same commands with --db %s to redo what was lost\n", to, to)
 			return nil
 		},
 	}
-}
-
-func firstProblem(res ledger.CheckResult) string {
-	if len(res.Problems) == 0 {
-		return "no details"
-	}
-	p := res.Problems[0]
-	if len(res.Problems) > 1 {
-		p += fmt.Sprintf(", and %d more", len(res.Problems)-1)
-	}
-	return strings.TrimSpace(p)
-}
-
-func printSalvage(w io.Writer, rep ledger.SalvageReport) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tcopied\tlost\t")
-	for _, c := range rep.Counts {
-		lost := fmt.Sprint(c.Lost)
-		if c.Lost < 0 {
-			lost = "unknown"
-		}
-		if c.Skipped > 0 {
-			lost += fmt.Sprintf(" (%d unreadable stretch(es))", c.Skipped)
-		}
-		fmt.Fprintf(tw, "   %s\t%d\t%s\t\n", c.What, c.Copied, lost)
-	}
-	tw.Flush()
 }

@@ -46,26 +46,11 @@ func filterFrom(c *cli.Context) run.Filter {
 
 func ingestCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:      "ingest",
-		Usage:     "load conversation files into a run, with filters",
-		ArgsUsage: "FILE...",
-		Description: `Reads each FILE (any supported format, optionally .zst or .gz), applies the
-filters, and stores the kept conversations in the run. Every dropped
-conversation is counted by reason; every record that cannot be read (bad JSON,
-a line cut short, an unknown role, no user message, invalid UTF-8, a missing or
-Python-repr conversation field) is quarantined with its file, line and reason,
-and the run goes on. Counts are printed at the end and by 'ac3 status'.
-
-Ingest resumes: run it again after an interruption and it continues each file
-from its last commit; files already read are skipped. A run keeps the filters
-it was started with. A missing FILE stops the command before the run file is
-created or touched.
-
-Examples:
-   ac3 ingest --db run.db fixtures/wildchat/wildchat-1m-sample10.jsonl
-   ac3 ingest --db run.db --language English --min-turns 5 --max-turns 10 \
-       --domain coding,math --drop-toxic --dedupe shard-*.jsonl.zst`,
-		Flags: append(append([]cli.Flag{dbFlag}, filterFlags()...), shardFlags()...),
+		Name:        "ingest",
+		Usage:       "load conversation files into a run, with filters",
+		ArgsUsage:   "FILE...",
+		Description: run.IngestHelp(),
+		Flags:       append(append([]cli.Flag{dbFlag}, filterFlags()...), shardFlags()...),
 		Action: func(c *cli.Context) error {
 			plan := run.Plan{DB: c.String("db"), Ingest: &run.Ingest{
 				Files: c.Args().Slice(), Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c),

@@ -13,22 +13,9 @@ import (
 
 func inspectCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "inspect",
-		Usage: "show the curated contexts of one turn side by side",
-		Description: `Prints, for one conversation and turn, the context each curated strategy
-would give the model, side by side when the terminal is wide enough (stacked
-otherwise), with roles, where each message came from, and token totals.
-Model-backed strategies show, above their context, what they decided at the
-turn (action, gate open or closed, resets so far, memory), the calls, tokens
-and dollars it took, and the AC3 analysis (spec, aligned, issues) it decided
-on; an ablated analyzer is labelled ABLATION. On a replayed LiC trajectory
-(conversation <task_id>#r1, ...) the grades of each strategy's reruns follow:
-pass or fail, what was graded, how it was found, the reference and why.
-Without --turn it lists the conversation's curated turns.
-
-Example:
-   ac3 inspect --db run.db --conversation aa7c3f49343e097be66442288abd1dac --turn 2
-   ac3 inspect --db run.db --conversation sharded-GSM8K/12 --turn 3 --strategies fc,ao --width 200`,
+		Name:        "inspect",
+		Usage:       "show the curated contexts of one turn side by side",
+		Description: curate.InspectHelp(),
 		Flags: []cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "conversation", Aliases: []string{"c"}, Required: true, Usage: "conversation id"},

@@ -11,32 +11,9 @@ import (
 
 func judgeCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "judge",
-		Usage: "compare the answers of two strategies pairwise with an LLM judge",
-		Description: `For every pair A:B (respond variants, e.g. gated-reset:ao) and every turn both
-answered, the judge role says which answer is better on quality (handles the
-latest user message clearly and correctly) and on_topic (stays on the
-conversation's thread): A, B or tie, with a one-sentence justification and a
-confidence.
-
---order random show A first or second as drawn from --seed; the seed and the
-               side shown first are recorded with every verdict (default: one
-               call per comparison, the protocol of both AC3 and Huang et al.,
-               so win rates compare with theirs)
---order both   stricter and twice the calls: judge each comparison in both
-               orders; a win counts only when it wins in both, anything else is
-               a tie, and the report gives the share of comparisons on which
-               the two orders agreed (order consistency)
---context      full (the dataset's own history), user_only (system and user
-               turns only) or final_answer_only (reasoning traces stripped)
-
-Identical answers are a tie without a call. A verdict that stays malformed
-fails its unit with the raw answer kept.
-
-Examples:
-   ac3 judge --db run.db --config run.yaml --pairs gated-reset:ao,fc:ao
-   ac3 judge --db run.db --pairs fc:ao --order both --context user_only
-   ac3 judge --db run.db --pairs fc:ao --seed 7`,
+		Name:        "judge",
+		Usage:       "compare the answers of two strategies pairwise with an LLM judge",
+		Description: judge.Help(),
 		Flags: append(append(llmFlags(), shardFlags()...), dbFlag,
 			&cli.StringSliceFlag{Name: "pairs", Usage: "A:B pairs of respond variants (default: stages.judge.pairs)"},
 			&cli.StringFlag{Name: "order", Usage: strings.Join(judge.Orders(), " | ") + " (default " + judge.OrderRandom + ", as in the papers; both is stricter)"},

@@ -2,10 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -46,18 +42,10 @@ func llmCommand(e *env) *cli.Command {
 		Name:  "llm",
 		Usage: "check model endpoints",
 		Subcommands: []*cli.Command{{
-			Name:  "ping",
-			Usage: "send one tiny request for a role and show latency, model, usage and rate-limit headers",
-			Description: `Sends one short chat request through the same limits and retries as a run
-(never from the cache) and prints what came back, and how stages will ask the
-role's model for answers (output: tags | json_schema, and the endpoint kind it
-defaults from). Use it to check a key, a model name and the limits a provider
-reports before starting a long job.
-
-Examples:
-   OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b ac3 llm ping
-   ac3 llm ping --config run.yaml --role judge`,
-			Flags: append(llmFlags(), &cli.StringFlag{Name: "role", Value: "judge", Usage: "annotator | analyzer | respondent | judge"}),
+			Name:        "ping",
+			Usage:       "send one tiny request for a role and show latency, model, usage and rate-limit headers",
+			Description: llm.PingHelp(),
+			Flags:       append(llmFlags(), &cli.StringFlag{Name: "role", Value: "judge", Usage: "annotator | analyzer | respondent | judge"}),
 			Action: func(c *cli.Context) error {
 				_, m, err := modelFlags(c, e)
 				if err != nil {
@@ -71,7 +59,7 @@ Examples:
 				if err != nil {
 					return fmt.Errorf("pinging role %s: %w", c.String("role"), err)
 				}
-				printPing(e, c.String("role"), res)
+				res.WriteText(e.stdout, c.String("role"))
 				if ep, err := client.Endpoint(c.String("role")); err == nil {
 					kind := ep.Kind
 					if kind == "" {
@@ -82,35 +70,5 @@ Examples:
 				return nil
 			},
 		}},
-	}
-}
-
-func printPing(e *env, role string, res llm.PingResult) {
-	w := e.stdout
-	fmt.Fprintf(w, "role %s → %s\n", role, res.Endpoint)
-	fmt.Fprintf(w, "model:    %s\n", res.Model)
-	fmt.Fprintf(w, "latency:  %s (%d attempt(s))\n", res.Latency.Round(time.Millisecond), res.Attempts)
-	fmt.Fprintf(w, "usage:    %d prompt + %d completion tokens", res.Usage.Prompt, res.Usage.Completion)
-	if res.Usage.CachedPrompt > 0 || res.Usage.Reasoning > 0 {
-		fmt.Fprintf(w, " (%d cached, %d reasoning)", res.Usage.CachedPrompt, res.Usage.Reasoning)
-	}
-	fmt.Fprintf(w, ", $%.6f\n", res.CostUSD)
-	text := res.Text
-	if len(text) > 120 {
-		text = text[:120] + "…"
-	}
-	fmt.Fprintf(w, "answer:   %q\n", text)
-	keys := make([]string, 0, len(res.Headers))
-	for k := range res.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) == 0 {
-		fmt.Fprintln(w, "rate-limit headers: none returned")
-		return
-	}
-	fmt.Fprintln(w, "rate-limit headers:")
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %s: %s\n", strings.ToLower(k), strings.Join(http.Header(res.Headers).Values(k), ", "))
 	}
 }

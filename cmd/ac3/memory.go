@@ -15,34 +15,9 @@ func memoryCommand(e *env) *cli.Command {
 		Name:  "memory",
 		Usage: "the optional AC3 memory (a cheatsheet given to the analysis)",
 		Subcommands: []*cli.Command{memoryShowCommand(e), {
-			Name:  "learn",
-			Usage: "learn the cheatsheet on a split of the run, then freeze it (offline regime)",
-			Description: `Learns the cheatsheet as the AC3 paper's offline regime does (its Appendix
-F): individual reflections, then one consolidation. For each of the first
---conversations conversations of the run in ingest order it analyzes every
-turn from --from-turn on, and asks the analyzer model for transferable
-takeaways from the conversation's trajectory: each user message, the analysis
-made before answering it, the gated-reset operator's decision there (EDIT or
-NO EDIT, under the config's gated_reset gate), the logged reply and, where
-the run has judged that turn, the outcome (the judge's quality verdict of
---outcome-pair, by default the first judged pair with an AC3 operator: run a
-pass without memory, respond and judge first to have them). One last call
-consolidates every conversation's takeaways into one plain-text cheatsheet of
-at most 1,500 words. It is frozen and stored in the run with its hash; 'ac3
-curate --memory offline' gives it to step 2 of every analysis, and the hash
-enters the operators' unit keys, so learning again re-curates them.
-
-The conversations learned from are the run's learning split: curation with
-the cheatsheet leaves them out of the operators that use it, so nothing is
-generated or judged for those operators there, and the report leaves them
-out and states the split (stages.curate.memory.include_learning: true keeps
-them). Answers are cached in the run, so an interrupted learn replays what it
-did at no cost. For the online regime,
-where the cheatsheet is updated after each conversation as curation proceeds,
-use 'ac3 curate --memory online' instead (no learn step).
-
-Example:
-   ac3 memory learn --db run.db --conversations 300`,
+			Name:        "learn",
+			Usage:       "learn the cheatsheet on a split of the run, then freeze it (offline regime)",
+			Description: curate.MemoryLearnHelp(),
 			Flags: append([]cli.Flag{
 				dbFlag,
 				&cli.IntFlag{Name: "conversations", Usage: "size of the learning split: the first N conversations (default: a third of the run)"},
@@ -91,18 +66,9 @@ func printLearning(e *env, res run.Learning) error {
 
 func memoryShowCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "show",
-		Usage: "show the run's cheatsheets: the offline one and the online versions",
-		Description: `Prints the frozen cheatsheet of the offline regime ('ac3 memory learn'), if
-any, and for each online chain ('ac3 curate --memory online') where it stands:
-the last conversation learned from and the cheatsheet after it. With
---conversation, the online step of that conversation: the cheatsheet its step
-2 was given (built from the conversations before it), the takeaways it gave,
-and the cheatsheet after it. --text prints the cheatsheets themselves.
-
-Examples:
-   ac3 memory show --db run.db
-   ac3 memory show --db run.db --conversation conv-42 --text`,
+		Name:        "show",
+		Usage:       "show the run's cheatsheets: the offline one and the online versions",
+		Description: curate.MemoryShowHelp(),
 		Flags: []cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "conversation", Usage: "show the online step of this conversation"},

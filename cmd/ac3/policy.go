@@ -12,43 +12,14 @@ import (
 	"github.com/ac3/ac3/stages/curate"
 )
 
-const policyNeeds = `ac3 policy fit needs this run's own pairwise judgments of fc against ao:
-  1. curate fc and ao:          ac3 curate --db RUN --strategies fc,ao
-  2. generate and judge them:   the judge stage with the pair fc:ao (or ao:fc)
-     (stages.judge.pairs in the config); the quality outcome of each judged
-     turn is the label: 1 when the judge preferred fc, 0 otherwise (a tie is
-     a loss, as in Huang et al.; --ties half or dropped to change it)
-  3. optionally classify turns (turn type and references become features)
-It then fits P(fc wins) by L1-regularised logistic regression with balanced
-class weights (Huang et al., A.15) on: round, log tokens of the fc and ao
-contexts and of the assistant history, the assistant share of the context,
-the turn type, and whether the turn refers back (to an assistant turn in
-particular). The strength is chosen by k-fold cross-validation (--folds,
-default 5) on this run's turns, by F1 as in the paper; folds keep each
-conversation's turns together (ours: the paper split by turn; --folds-by-turn
-to do the same). At least %d judged turns are needed.`
-
 func policyCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "policy",
 		Usage: "the adaptive strategy's scored policy",
 		Subcommands: []*cli.Command{{
-			Name:  "fit",
-			Usage: "fit P(fc wins over ao) on this run's judge results, for 'adaptive' with policy scored",
-			Description: fmt.Sprintf(policyNeeds, curate.MinPolicyExamples) + `
-
-It prints the chosen strength λ (and scikit-learn's C), the coefficients the
-penalty kept, the held-out accuracy, balanced accuracy and F1 at that
-strength (mean ± SD over folds) beside the majority-class rate, and the
-threshold τ on held-out P(fc wins) that agrees best with the judge. The
-fitted policy is stored in the run (the report shows it too); 'ac3 curate --strategies adaptive
---adaptive-policy scored --lambda L --tau T' then keeps fc on a turn iff
-P(fc wins) − L·Δ ≥ T, Δ being the turn's assistant-history tokens over their
-mean in the fitted data. Refitting changes the policy's hash, so adaptive
-curates again.
-
-Example:
-   ac3 policy fit --db run.db`,
+			Name:        "fit",
+			Usage:       "fit P(fc wins over ao) on this run's judge results, for 'adaptive' with policy scored",
+			Description: curate.PolicyFitHelp(),
 			Flags: []cli.Flag{dbFlag,
 				&cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer for the token features (use the one curate used)"},
 				&cli.StringFlag{Name: "ties", Value: "losses", Usage: "a tied turn is: losses (Huang et al.) | half (two half-weight rows) | dropped"},
@@ -64,7 +35,7 @@ Example:
 				opts := curate.PolicyFitOptions{Ties: ties, Folds: c.Int("folds"), Seed: c.Uint64("seed"), ByTurn: c.Bool("folds-by-turn")}
 				fit, err := run.FitPolicy(c.Context, c.String("db"), c.String("encoding"), opts)
 				if errors.Is(err, curate.ErrTooFewJudged) {
-					return fmt.Errorf("%w.\n%s", err, fmt.Sprintf(policyNeeds, curate.MinPolicyExamples))
+					return fmt.Errorf("%w.\n%s", err, curate.PolicyNeeds())
 				}
 				if err != nil {
 					return err

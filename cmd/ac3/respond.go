@@ -4,25 +4,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/stages/respond"
 )
 
 func respondCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "respond",
-		Usage: "generate the next assistant turn from each curated context",
-		Description: `For every curated context (conversation, turn, strategy) the respondent role
-writes the next assistant turn, seeing exactly the curated messages. --samples N
-draws N answers per context (each cached on its own). Reasoning traces are kept
-apart from the answer. Several respondents (roles bound to different models)
-can run at once: their variants are named strategy@role.
-
-A rejected request or an answer that stays empty fails its unit (error and raw
-answer kept; 'ac3 retry' re-queues it). Run it again after a stop: it continues.
-
-Examples:
-   ac3 respond --db run.db --config run.yaml --strategies fc,ao
-   ac3 respond --db run.db --strategies fc,ao --samples 3 --budget-usd 20
-   ac3 respond --db run.db --config run.yaml --dry-run`,
+		Name:        "respond",
+		Usage:       "generate the next assistant turn from each curated context",
+		Description: respond.Help(),
 		Flags: append(append(llmFlags(), shardFlags()...), dbFlag,
 			&cli.StringSliceFlag{Name: "strategies", Usage: "curated strategies to answer (default: stages.respond, else every curated strategy)"},
 			&cli.StringSliceFlag{Name: "respondents", Usage: "roles that answer (default: respondent)"},

@@ -2,10 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"sort"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -16,29 +12,10 @@ import (
 
 func statusCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:      "status",
-		Usage:     "tell where a run stands",
-		ArgsUsage: "[RUN.db]",
-		Description: `Prints, for the run, the input files and how far each was read, kept
-conversations, drops by filter reason, quarantined records by reason, and per
-stage and variant the tasks done, failed and pending, plus model usage and spend.
-
---json prints the same as one JSON object. Its fields are stable (new fields may
-be added, none renamed or removed): path, inputs[{path, format, records,
-finished}], conversations, dropped{reason: n}, dropped_total, quarantined{reason:
-n}, quarantined_total, stages[{stage, variant, version, done, failed, pending,
-units_done, units_failed}], llm[{role, model, stage, calls, cache_hits, failed,
-prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd}],
-spend_usd, turn_types[{variant, version, turns, failed, shares[{type, count,
-share}], labeller_quality}] (when the run has a classify stage).
-
-Turn types labelled by the rule-based heuristic are shown with its measured
-coverage (share of turns it gives a type) and accuracy (share of those it gets
-right) and the labelled set they were measured on, which it was not tuned on.
-
-Example:
-   ac3 status --db run.db
-   ac3 status run.db --json | jq .quarantined`,
+		Name:        "status",
+		Usage:       "tell where a run stands",
+		ArgsUsage:   "[RUN.db]",
+		Description: run.StatusHelp(),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "the run file", EnvVars: []string{"AC3_DB"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -65,143 +42,7 @@ Example:
 					TurnTypes []run.TurnTypes `json:"turn_types,omitempty"`
 				}{st, tts})
 			}
-			printStatus(e.stdout, st)
-			printTurnTypes(e.stdout, tts)
-			return nil
-		},
-	}
-}
-
-func printStatus(w io.Writer, st ledger.Status) {
-	fmt.Fprintf(w, "run %s\n\n", st.Path)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "input\tformat\trecords\tstate")
-	for _, in := range st.Inputs {
-		state := "partly read"
-		if in.Finished {
-			state = "done"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", in.Path, in.Format, in.Records, state)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nconversations kept: %d\n", st.Conversations)
-	printCounts(w, "dropped by filters", st.Dropped, st.DroppedTotal)
-	printCounts(w, "quarantined (bad records)", st.Quarantined, st.QuarantTotal)
-	if len(st.Stages) > 0 {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "stage\tvariant\tdone\tfailed\tpending\tunits done\tunits failed")
-		for _, s := range st.Stages {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", s.Stage, s.Variant, s.Done, s.Failed, s.Pending, s.UnitsDone, s.UnitsFailed)
-		}
-		tw.Flush()
-	}
-	if len(st.LLM) > 0 {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "role\tmodel\tstage\tcalls\tcache hits\tfailed\tprompt tok\tcompletion tok\tcost")
-		for _, u := range st.LLM {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t$%.4f\n", u.Role, u.Model, u.Stage, u.Calls, u.CacheHits, u.Failed, u.PromptTokens, u.CompletionTokens, u.CostUSD)
-		}
-		tw.Flush()
-		fmt.Fprintf(w, "spend so far: $%.4f\n", st.SpendUSD)
-	}
-	printBatches(w, st, time.Now())
-}
-
-// printBatches shows the run's batches by state, with request counts, the
-// age of the oldest and the fallback their leftovers go to.
-func printBatches(w io.Writer, st ledger.Status, now time.Time) {
-	if len(st.Batches) == 0 && len(st.BatchRequests) == 0 {
-		return
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "batches\tendpoint status\tcount\trequests\tanswered\tfailed\timported\toldest\tleftovers")
-	for _, g := range st.Batches {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s ago\t%s\n", g.State, cmpOr(g.RemoteStatus, "-"), g.Batches, g.Requests, g.Completed, g.Failed, g.Imported,
-			now.Sub(g.Oldest).Round(time.Second), cmpOr(g.Fallback, "resubmit"))
-	}
-	tw.Flush()
-	keys := make([]string, 0, len(st.BatchRequests))
-	for k := range st.BatchRequests {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fmt.Fprint(w, "batch requests:")
-	for _, k := range keys {
-		fmt.Fprintf(w, " %s %d", k, st.BatchRequests[k])
-	}
-	fmt.Fprintln(w)
-}
-
-// printTurnTypes prints each classify variant's turn-type shares; the
-// heuristic's come with its measured coverage and accuracy beside them.
-func printTurnTypes(w io.Writer, tts []run.TurnTypes) {
-	for _, tt := range tts {
-		fmt.Fprintf(w, "\nturn types (classify %s): %d turns labelled, %d failed\n", tt.Variant, tt.Turns, tt.Failed)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		q := tt.Quality
-		if q != nil {
-			fmt.Fprintln(tw, "type\tcount\tshare\tlabeller coverage\tlabeller accuracy")
-		} else {
-			fmt.Fprintln(tw, "type\tcount\tshare")
-		}
-		for _, s := range tt.Shares {
-			if q != nil {
-				fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%s\t%s\n", s.Type, s.Count, 100*s.Share, pctOf(q.Coverage), pctOf(q.Accuracy))
-			} else {
-				fmt.Fprintf(tw, "%s\t%d\t%.1f%%\n", s.Type, s.Count, 100*s.Share)
-			}
-		}
-		tw.Flush()
-		if q != nil {
-			fmt.Fprintf(w, "heuristic labeller, measured: %s\n", q.Line)
-		}
-	}
-}
-
-func pctOf(f *float64) string {
-	if f == nil {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.0f%%", 100**f)
-}
-
-func printCounts(w io.Writer, title string, m map[string]int64, total int64) {
-	fmt.Fprintf(w, "%s: %d\n", title, total)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %-28s %d\n", k, m[k])
-	}
-}
-
-func retryCommand(e *env) *cli.Command {
-	return &cli.Command{
-		Name:  "retry",
-		Usage: "re-queue failed work so the next run does it again",
-		Description: `Failed units (a rejected request, a model answer that could not be parsed
-after retries) keep their error and raw answer in the run. retry forgets them,
-so the next curate/run command plans them again. Finished work is untouched.
-
-Example:
-   ac3 retry --db run.db --stage curate`,
-		Flags: []cli.Flag{dbFlag, &cli.StringFlag{Name: "stage", Usage: "only this stage (default: all)"}},
-		Action: func(c *cli.Context) error {
-			l, err := openRun(c, false)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			n, err := l.Requeue(c.Context, c.String("stage"))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "re-queued %d failed tasks\n", n)
+			run.WriteStatus(e.stdout, st, tts, time.Now())
 			return nil
 		},
 	}

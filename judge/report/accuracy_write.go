@@ -73,21 +73,8 @@ func WriteAccuracy(dir string, a *Accuracy) ([]string, error) {
 		write func(io.Writer) error
 	}{{"accuracy.md", a.WriteMarkdown}, {"accuracy.json", a.WriteJSON}} {
 		path := filepath.Join(dir, f.name)
-		tmp := path + ".tmp"
-		fh, err := os.Create(tmp)
-		if err != nil {
-			return paths, fmt.Errorf("writing %s: %w", path, err)
-		}
-		err = f.write(fh)
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp, path)
-		}
-		if err != nil {
-			os.Remove(tmp)
-			return paths, fmt.Errorf("writing %s: %w", path, err)
+		if err := writeFile(path, f.write); err != nil {
+			return paths, err
 		}
 		paths = append(paths, path)
 	}

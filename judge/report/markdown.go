@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,7 +22,8 @@ var Formats = []string{"html", "md", "json"}
 
 // Write writes report.<format> into dir for each format (all when formats
 // is empty) and returns the paths written. Each file is written to a
-// temporary name and renamed, so a reader never sees half a report.
+// temporary name and moved into place (io/atomicfile), so a reader never
+// sees half a report.
 func Write(dir string, r *Report, formats []string) ([]string, error) {
 	if len(formats) == 0 {
 		formats = Formats
@@ -45,25 +45,8 @@ func Write(dir string, r *Report, formats []string) ([]string, error) {
 			return paths, fmt.Errorf("writing report: unknown format %q (want html, md, json)", f)
 		}
 		path := filepath.Join(dir, "report."+f)
-		tmp := path + ".partial"
-		file, err := os.Create(tmp)
-		if err != nil {
-			return paths, fmt.Errorf("creating %s: %w", path, err)
-		}
-		bw := bufio.NewWriter(file)
-		err = write(bw)
-		if err == nil {
-			err = bw.Flush()
-		}
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp, path)
-		}
-		if err != nil {
-			os.Remove(tmp)
-			return paths, fmt.Errorf("writing %s: %w", path, err)
+		if err := writeFile(path, write); err != nil {
+			return paths, err
 		}
 		paths = append(paths, path)
 	}

@@ -12,6 +12,12 @@ import (
 	"github.com/ac3/ac3/stages/pollution"
 )
 
+// AnnotateStages are the stages an annotate plan can run, in run order
+// (refs come with classify).
+func AnnotateStages() []string {
+	return []string{classify.StageName, constraints.StageName, pollution.StageName}
+}
+
 // NeedsModel reports whether a stage of a needs a model.
 func (a Annotate) NeedsModel() bool {
 	return a.Classify == LLM || a.Constraints == LLM || a.Pollution

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -61,7 +62,7 @@ func (c *CompInt) set() (*compint.Set, error) {
 
 // builders returns a fresh stitcher and the instance builder.
 func (c *CompInt) builders(seed uint64) (*compint.Stitcher, *compint.Builder, error) {
-	counter, err := tokens.New(cmpOr(c.Encoding, tokens.DefaultEncoding))
+	counter, err := tokens.New(cmp.Or(c.Encoding, tokens.DefaultEncoding))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -69,7 +70,7 @@ func (c *CompInt) builders(seed uint64) (*compint.Stitcher, *compint.Builder, er
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := compint.NewStitcher(counter, compint.StitchOptions{TargetTokens: cmpOr(c.TargetTokens, compint.PaperTargetTokens), MaxContexts: c.MaxContexts})
+	st, err := compint.NewStitcher(counter, compint.StitchOptions{TargetTokens: cmp.Or(c.TargetTokens, compint.PaperTargetTokens), MaxContexts: c.MaxContexts})
 	if err != nil {
 		return nil, nil, fmt.Errorf("compint: %w", err)
 	}
@@ -153,7 +154,7 @@ const metaCompIntBuild = "compint.build"
 func (c *CompInt) buildKey(st *compint.Stitcher, bd *compint.Builder) string {
 	so, bo := st.Options(), bd.Options()
 	return fmt.Sprintf("target=%d max_contexts=%d locations=%v framings=%v repeat=%d seed=%d scs=%s encoding=%s",
-		so.TargetTokens, so.MaxContexts, bo.Locations, bo.Framings, bo.Repeat, bo.Seed, bd.Set().Hash(), cmpOr(c.Encoding, tokens.DefaultEncoding))
+		so.TargetTokens, so.MaxContexts, bo.Locations, bo.Framings, bo.Repeat, bo.Seed, bd.Set().Hash(), cmp.Or(c.Encoding, tokens.DefaultEncoding))
 }
 
 // derived reports whether the derivation of origin has finished.
@@ -182,8 +183,8 @@ func (c *CompInt) build(client *llm.Client, units measure.UnitReader, plans map[
 	if err != nil {
 		return nil, nil, err
 	}
-	judgeRole := cmpOr(c.JudgeRole, measure.DefaultJudgeRole)
-	probeRole := cmpOr(c.ProbeRole, measure.DefaultProbeRole)
+	judgeRole := cmp.Or(c.JudgeRole, measure.DefaultJudgeRole)
+	probeRole := cmp.Or(c.ProbeRole, measure.DefaultProbeRole)
 	st, err := measure.New(client, units, measure.Options{
 		Strategies: strategies, CurateVersions: cv, Set: set,
 		Orders: compint.OrderMode(c.Orders), Seed: uint64(seed),

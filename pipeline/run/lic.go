@@ -89,14 +89,9 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	client, err := r.plan.Model.client(ctx, r.l, counter, r.opts.Progress)
-	if errors.Is(err, ErrNoEndpoint) {
-		r.logf("lic: skipped, it needs a model: %v\n", err)
-		r.res.Stages = append(r.res.Stages, StageResult{Stage: simulate.StageName, Label: simulate.StageName, Skipped: err.Error()})
-		return true, nil
-	}
-	if err != nil {
-		return false, err
+	client, err := r.modelClientAs(ctx, counter, "lic", StageResult{Stage: simulate.StageName, Label: simulate.StageName})
+	if err != nil || client == nil {
+		return err == nil, err
 	}
 	respondent := cmp.Or(c.Respondent, simulate.RespondentRole)
 	g := grade.New(c.Grade)

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/respond"
 )
@@ -65,7 +67,7 @@ func (a *Judge) build(client *llm.Client, units judge.UnitReader, plans map[stri
 		}
 		pairs = append(pairs, pr)
 	}
-	role := cmpOr(a.Role, judge.DefaultRole)
+	role := cmp.Or(a.Role, judge.DefaultRole)
 	return judge.New(client, units, judge.Options{
 		Pairs: pairs, Context: a.Context, Order: a.Order, Seed: seed, RespondVersions: rv,
 		Role: role, Settings: m.roleSettings(role), Parallel: a.Parallel,
@@ -102,7 +104,7 @@ func (r *runner) judge(ctx context.Context) (bool, error) {
 	if a == nil {
 		return true, nil
 	}
-	r.heading("judge (%s, order %s)", strings.Join(a.Pairs, ","), cmpOr(a.Order, judge.OrderRandom))
+	r.heading("judge (%s, order %s)", strings.Join(a.Pairs, ","), cmp.Or(a.Order, judge.OrderRandom))
 	client, err := r.modelClient(ctx, judge.StageName)
 	if err != nil || client == nil {
 		return err == nil, err
@@ -125,22 +127,21 @@ func (r *runner) judge(ctx context.Context) (bool, error) {
 	return r.addStage(res), nil
 }
 
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // modelClient is the model client for a model-backed stage, or nil when no
 // endpoint is configured: the stage is then skipped, with one line in the
 // log and a StageResult saying why.
 func (r *runner) modelClient(ctx context.Context, stage string) (*llm.Client, error) {
-	client, err := r.plan.Model.client(ctx, r.l, nil, r.opts.Progress)
+	return r.modelClientAs(ctx, nil, stage, StageResult{Stage: stage, Label: stage})
+}
+
+// modelClientAs is modelClient for a stage that estimates its requests with
+// counter (nil: none), says name in the log and records skipped as sr.
+func (r *runner) modelClientAs(ctx context.Context, counter *tokens.Counter, name string, sr StageResult) (*llm.Client, error) {
+	client, err := r.plan.Model.client(ctx, r.l, counter, r.opts.Progress)
 	if errors.Is(err, ErrNoEndpoint) {
-		r.logf("%s: skipped, it needs a model: %v\n", stage, err)
-		r.res.Stages = append(r.res.Stages, StageResult{Stage: stage, Label: stage, Skipped: err.Error()})
+		r.logf("%s: skipped, it needs a model: %v\n", name, err)
+		sr.Skipped = err.Error()
+		r.res.Stages = append(r.res.Stages, sr)
 		return nil, nil
 	}
 	return client, err

@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -131,7 +132,7 @@ func (p Plan) stepFingerprints() (map[string]string, error) {
 		}
 		for name, b := range o.Roles {
 			ep := eps[b.Endpoint]
-			roles[name] = modelOf{Model: ep.Model, Output: string(ep.Output), Mode: string(cmpOr(b.Mode, ep.Mode)), Params: b.Params}
+			roles[name] = modelOf{Model: ep.Model, Output: string(ep.Output), Mode: string(cmp.Or(b.Mode, ep.Mode)), Params: b.Params}
 		}
 	}
 	out := map[string]string{}

@@ -9,13 +9,12 @@ import (
 	"unicode"
 
 	"github.com/pkoukk/tiktoken-go"
-	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // DefaultEncoding is the encoding of current OpenAI chat models.
 const DefaultEncoding = "o200k_base"
 
-// encodings are the names whose BPE tables tiktoken-go-loader embeds. Anything
+// encodings are the names whose BPE tables bpe/ holds. Anything
 // else would make tiktoken-go try to download a table, which we never want.
 var encodings = []string{"o200k_base", "cl100k_base", "p50k_base", "r50k_base"}
 
@@ -29,7 +28,7 @@ func Encodings() []string { return slices.Clone(encodings) }
 var offline sync.Once
 
 func useOfflineLoader() {
-	offline.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
+	offline.Do(func() { tiktoken.SetBpeLoader(bpeLoader{}) })
 }
 
 // Counter counts tokens of one encoding. It is safe for concurrent use:

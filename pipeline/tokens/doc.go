@@ -3,9 +3,9 @@
 // estimate spend before a run.
 //
 // A Counter wraps one tiktoken encoding (o200k_base by default). The BPE
-// tables ship inside the binary through tiktoken-go-loader, so counting never
-// touches the network: a fresh machine with no connection counts exactly the
-// same as a connected one.
+// tables ship inside the binary (tiktoken-go-loader's, zstd-compressed in
+// bpe/), so counting never touches the network: a fresh machine with no
+// connection counts exactly the same as a connected one.
 //
 // Chat requests cost more than the text they carry: every message is framed
 // by a few control tokens and the reply is primed with a few more. MessageCost

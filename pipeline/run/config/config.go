@@ -9,6 +9,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"maps"
 	"os"
@@ -334,7 +335,7 @@ func (c *File) Annotate() (a run.Annotate, notes []string, err error) {
 	if refs != "" && a.Classify != "" && a.Classify != refs {
 		return a, nil, fmt.Errorf("stages.refs.annotator: %q, but refs come from the classify call, which uses %q; make them the same", refs, a.Classify)
 	}
-	a.Classify = cmpOr(a.Classify, refs)
+	a.Classify = cmp.Or(a.Classify, refs)
 	if a.Constraints, err = annotatorOf(st.Constraints, "stages.constraints"); err != nil {
 		return a, nil, err
 	}
@@ -388,12 +389,12 @@ func (c *File) WithRespond(a run.Respond) (run.Respond, error) {
 	if rc != nil {
 		a.Strategies = orList(a.Strategies, rc.Strategies)
 		a.Respondents = orList(a.Respondents, rc.Respondents)
-		a.Samples = cmpOr(a.Samples, rc.Samples)
+		a.Samples = cmp.Or(a.Samples, rc.Samples)
 		if rc.Parallel > 0 {
 			a.Parallel = rc.Parallel
 		}
 	}
-	a.Samples = cmpOr(a.Samples, c.Samples(a.Respondents))
+	a.Samples = cmp.Or(a.Samples, c.Samples(a.Respondents))
 	return a, nil
 }
 
@@ -407,7 +408,7 @@ func (c *File) WithJudge(a run.Judge) (run.Judge, error) {
 	if err != nil || jc == nil {
 		return a, err
 	}
-	a.Pairs, a.Order, a.Context, a.Role = orList(a.Pairs, jc.Pairs), cmpOr(a.Order, jc.Order), cmpOr(a.Context, jc.Context), cmpOr(a.Role, jc.Role)
+	a.Pairs, a.Order, a.Context, a.Role = orList(a.Pairs, jc.Pairs), cmp.Or(a.Order, jc.Order), cmp.Or(a.Context, jc.Context), cmp.Or(a.Role, jc.Role)
 	if jc.Parallel > 0 {
 		a.Parallel = jc.Parallel
 	}
@@ -532,15 +533,6 @@ func (c *File) Plan(getenv func(string) string) (run.Plan, []string, error) {
 	return p, notes, nil
 }
 
-// cmpOr is v, or def when v is the zero value.
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // ac3Config is the config file's form of run.AC3: the extra keys of
 // stages.curate, e.g.
 //
@@ -627,7 +619,7 @@ func (cfg *File) AC3() (run.AC3, error) {
 		s.Adaptive.Policy, s.Adaptive.Lambda, s.Adaptive.Tau = a.Policy, deref(a.Lambda, 0), deref(a.Tau, 0)
 	}
 	if ac.Memory != nil {
-		s.Memory = cmpOr(ac.Memory.Regime, s.Memory)
+		s.Memory = cmp.Or(ac.Memory.Regime, s.Memory)
 		s.IncludeLearning, s.OutcomePair = ac.Memory.IncludeLearning, ac.Memory.OutcomePair
 	}
 	if ac.Constraints != nil {
@@ -709,7 +701,7 @@ func Model(cfg *File, getenv func(string) string, noCache bool, budget float64) 
 		}
 		ep := llm.Endpoint{
 			Name: name, BaseURL: ec.BaseURL, APIKeyEnv: ec.APIKeyEnv, APIKeyHeader: ec.APIKeyHeader,
-			Headers: ec.Headers, Query: ec.Query, Model: cmpOr(mc.Name, name), MaxTokensField: ec.MaxTokensField,
+			Headers: ec.Headers, Query: ec.Query, Model: cmp.Or(mc.Name, name), MaxTokensField: ec.MaxTokensField,
 			JSONMode: llm.JSONMode(ec.JSONMode), MaxAttempts: ec.MaxAttempts,
 			Kind: ec.Kind, Output: modelOutput(ec, mc),
 			Limits: lim.llm(),

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -120,6 +121,6 @@ func (c *File) LiC(base string) (*run.LiC, error) {
 		Replicates: lc.Replicates, Mode: lc.Mode, UserRole: lc.UserRole, Respondent: lc.Respondent,
 		MinFailures: lc.MinFailures, MaxPerTask: lc.MaxPerTask, FNCheck: lc.FNCheck, FNRole: lc.FNRole,
 		Strategies: lc.Strategies, LastTurns: lc.LastTurns, Reruns: lc.Reruns, Encoding: lc.Encoding,
-		AC3: ac, Grade: g, Workers: c.Run.Workers, Out: cmpOr(rel(lc.Out), c.Run.Out),
+		AC3: ac, Grade: g, Workers: c.Run.Workers, Out: cmp.Or(rel(lc.Out), c.Run.Out),
 	}, nil
 }

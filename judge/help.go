@@ -1,0 +1,16 @@
+package judge
+
+import (
+	_ "embed"
+	"strings"
+)
+
+// The manual pages of the commands about this package's subject, kept
+// beside the code they describe so the two change together.
+var (
+	//go:embed help/judge.txt
+	helpText string
+)
+
+// Help is the manual page of 'ac3 judge': the verdicts, orders and contexts.
+func Help() string { return strings.TrimSuffix(helpText, "\n") }

@@ -1,0 +1,16 @@
+package respond
+
+import (
+	_ "embed"
+	"strings"
+)
+
+// The manual pages of the commands about this package's subject, kept
+// beside the code they describe so the two change together.
+var (
+	//go:embed help/respond.txt
+	helpText string
+)
+
+// Help is the manual page of 'ac3 respond'.
+func Help() string { return strings.TrimSuffix(helpText, "\n") }
