@@ -3,9 +3,6 @@ package run
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"sort"
 	"strings"
 
 	"github.com/ac3/ac3/io/arrowipc"
@@ -92,26 +89,13 @@ func (r *runner) logIngest(sum ingest.Summary) {
 	}
 	r.logf("kept %d conversations; dropped %d; quarantined %d\n", kept, dropped, bad)
 	if dropped > 0 && r.opts.Log != nil {
-		writeCounts(r.opts.Log, "dropped by reason", drops, dropped)
+		WriteCounts(r.opts.Log, "dropped by reason", drops, dropped)
 	}
 	if bad > 0 {
 		r.logf("quarantined records: see 'ac3 status' or 'ac3 export --what quarantine'\n")
 	}
 	if sum.Stopped {
 		r.logf("stopped before the end; run the same command again to continue\n")
-	}
-}
-
-// writeCounts writes a title with a total, then each count by key.
-func writeCounts(w io.Writer, title string, m map[string]int64, total int64) {
-	fmt.Fprintf(w, "%s: %d\n", title, total)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %-28s %d\n", k, m[k])
 	}
 }
 
