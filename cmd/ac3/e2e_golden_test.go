@@ -34,17 +34,7 @@ func TestEndToEndOutputsAreStable(t *testing.T) {
 	outDir := filepath.Join(dir, "e2e")
 	// The exports the config does not list, from the same run.
 	db := filepath.Join(dir, "e2e.db")
-	for _, x := range [][2]string{
-		{"conversations", "parquet"}, {"conversations", "jsonl"},
-		{"curated", "parquet"}, {"curated", "jsonl"}, {"curated", "sft"},
-		{"annotations", "parquet"}, {"annotations", "jsonl"},
-		{"quarantine", "jsonl"}, {"winners", "parquet"},
-	} {
-		out := filepath.Join(outDir, "extra-"+x[0]+"."+x[1])
-		if o, err := runAppEnv(t, vars, "export", "--db", db, "--what", x[0], "--format", x[1], "--out", out); err != nil {
-			t.Fatalf("ac3 export %s %s: %v\n%s", x[0], x[1], err, o)
-		}
-	}
+	writeExtraExports(t, vars, db, outDir)
 	golden := filepath.Join("testdata", "e2e")
 	got := readDir(t, outDir)
 	if flag.Lookup("update").Value.String() == "true" {

@@ -16,15 +16,14 @@ func runCommand(e *env) *cli.Command {
 		Name:        "run",
 		Usage:       "run the stages a config file lists, resumably",
 		Description: config.Help(),
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Required: true, Usage: "the run's config file"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan, the work left and its cost; change nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "with --dry-run, print the plan as JSON"},
 			&cli.IntFlag{Name: "workers", Usage: fmt.Sprintf(workersUsage, "conversations handled") + " (default run.workers, else one per core)"},
 			&cli.IntFlag{Name: "window", Usage: windowUsage + " (default run.window)"},
 			&cli.BoolFlag{Name: "batch", Usage: "send every role's requests through the endpoints' batch API (half price, answers within 24h; see ac3 batch)"},
-			shardFlags()[0], shardFlags()[1],
-		},
+		}, shardFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := config.Load(c.String("config"), e.getenv)
 			if err != nil {

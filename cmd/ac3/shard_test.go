@@ -74,8 +74,8 @@ func TestShardedRunMergesToTheSingleRun(t *testing.T) {
 	}
 }
 
-// writeExtraExports writes the exports the e2e config does not list, as
-// TestEndToEndOutputsAreStable does.
+// writeExtraExports writes the exports the e2e config does not list (the
+// golden test and the shard test compare them).
 func writeExtraExports(t *testing.T, vars map[string]string, db, outDir string) {
 	t.Helper()
 	for _, x := range [][2]string{

@@ -107,10 +107,7 @@ func Merge(ctx context.Context, out string, shards []string, opts MergeOptions) 
 		}
 	}
 	removeRun(tmp)
-	if err != nil {
-		return rep, err
-	}
-	return rep, nil
+	return rep, err
 }
 
 // removeRun removes a run file and its sidecars.
