@@ -22,6 +22,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// setMemoryLimit sets the process's soft memory limit; nil in tests,
+	// which share one process.
+	setMemoryLimit func(int64)
 }
 
 // The exit statuses, as the manual states them.
@@ -64,6 +67,10 @@ func newApp(e *env) *cli.App {
 		ErrWriter:            e.stderr,
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
+		Flags:                []cli.Flag{memoryLimitFlag},
+		// A limit given on the command line holds for every command; the
+		// readers add their own default (applyMemoryLimit).
+		Before: func(c *cli.Context) error { return applyMemoryLimit(c, e, 0) },
 		// In the order a run uses them, then the tools around runs.
 		Commands: []*cli.Command{
 			ingestCommand(e),

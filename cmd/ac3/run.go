@@ -46,6 +46,9 @@ func runCommand(e *env) *cli.Command {
 				return err
 			}
 			if c.Bool("dry-run") {
+				if err := applyMemoryLimit(c, e, readerMemoryLimit); err != nil {
+					return err
+				}
 				return dryRun(c, e, plan, notes)
 			}
 			for _, n := range notes {

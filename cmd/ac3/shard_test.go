@@ -191,6 +191,8 @@ func TestMergeRefuses(t *testing.T) {
 	}
 	if msg, err := runAppEnv(t, nil, "status", "--db", existing); err != nil {
 		t.Fatalf("status of the merged run: %v\n%s", err, msg)
+	} else if !strings.Contains(msg, "merged from 2 shards") {
+		t.Errorf("status of the merged run does not say it was merged:\n%s", msg)
 	}
 }
 
@@ -216,6 +218,14 @@ func TestShardFileKeepsItsShard(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "r.shard-1-of-2.db")); err != nil {
 		t.Errorf("--shards 2 with JOB_COMPLETION_INDEX=1 did not write shard 1's file: %v", err)
+	}
+	msg, err := runAppEnv(t, nil, "status", "--db", filepath.Join(dir, "r.shard-1-of-2.db"))
+	if err != nil || !strings.Contains(msg, "shard 1/2 (") {
+		t.Errorf("status of shard 1 does not name it (%v):\n%s", err, msg)
+	}
+	msg, err = runAppEnv(t, nil, "status", "--json", "--db", filepath.Join(dir, "r.shard-1-of-2.db"))
+	if err != nil || !strings.Contains(msg, `"shard": {`) {
+		t.Errorf("status --json of shard 1 has no shard (%v):\n%s", err, msg)
 	}
 }
 

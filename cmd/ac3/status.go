@@ -21,6 +21,9 @@ func statusCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := applyMemoryLimit(c, e, readerMemoryLimit); err != nil {
+				return err
+			}
 			l, err := openRun(c, true)
 			if err != nil {
 				return err

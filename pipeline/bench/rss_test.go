@@ -206,10 +206,20 @@ var builtAC3 struct {
 	err  error
 }
 
-// ac3Binary builds cmd/ac3 once per run into a temporary directory.
+// binEnv names a prebuilt ac3 binary for the benchmarks to run instead of
+// building one (e.g. to measure a release build, or to replace the binary
+// between the steps of a run that lasts hours).
+const binEnv = "AC3_BENCH_BIN"
+
+// ac3Binary builds cmd/ac3 once per run into a temporary directory, or
+// returns the binary AC3_BENCH_BIN names.
 func ac3Binary(b *testing.B) string {
 	b.Helper()
 	builtAC3.Do(func() {
+		if p := os.Getenv(binEnv); p != "" {
+			builtAC3.path, builtAC3.err = filepath.Abs(p)
+			return
+		}
 		dir, err := os.MkdirTemp("", "ac3-bench-")
 		if err != nil {
 			builtAC3.err = err

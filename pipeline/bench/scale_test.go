@@ -27,6 +27,12 @@ import (
 // defaultScale.
 const scaleEnv = "AC3_BENCH_SCALE"
 
+// keepEnv names a directory in which BenchmarkScale keeps each size's run
+// file, report and exports (in a subdirectory per size) instead of
+// deleting them: a run that lasts hours can then be inspected, or a command
+// measured again, without redoing it.
+const keepEnv = "AC3_BENCH_KEEP"
+
 // defaultScale is the sizes of issue 9: 10k, 100k and a million
 // conversations.
 var defaultScale = []int{10_000, 100_000, 1_000_000}
@@ -219,6 +225,15 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			dir := b.TempDir()
+			if k := os.Getenv(keepEnv); k != "" {
+				dir = filepath.Join(k, fmt.Sprintf("conversations-%d", n))
+				if err := os.RemoveAll(dir); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					b.Fatal(err)
+				}
+			}
 			steps, err := scaleSteps(dir, f.Path, n, id)
 			if err != nil {
 				b.Fatal(err)

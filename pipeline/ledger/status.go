@@ -10,7 +10,10 @@ import (
 // Status is where a run stands. Its JSON form is what `ac3 status --json`
 // prints; fields are only ever added, never renamed or removed.
 type Status struct {
-	Path          string        `json:"path"`
+	Path string `json:"path"`
+	// Shard is the run's shard identity: which of how many shards this run
+	// file holds, or how many it was merged from; absent for a run of its own.
+	Shard         *ShardStatus  `json:"shard,omitempty"`
 	Inputs        []InputStatus `json:"inputs"`
 	Conversations int64         `json:"conversations"`
 	// Origins counts the conversations per origin: "source" for ingested
@@ -28,6 +31,14 @@ type Status struct {
 	// online, failed). Both are absent for a run that never used batches.
 	Batches       []BatchGroup     `json:"batches,omitempty"`
 	BatchRequests map[string]int64 `json:"batch_requests,omitempty"`
+}
+
+// ShardStatus is Status.Shard.
+type ShardStatus struct {
+	Index  int    `json:"index"` // -1 in a merged run
+	Count  int    `json:"count"`
+	Scheme string `json:"scheme"`
+	Merged bool   `json:"merged"`
 }
 
 // BatchGroup sums the batches in one state (and endpoint status).
@@ -128,6 +139,11 @@ func (l *Ledger) Status(ctx context.Context) (_ Status, err error) {
 	}
 	for _, in := range ins {
 		st.Inputs = append(st.Inputs, InputStatus{Path: in.Path, Format: in.Format, Records: in.RecordsDone, Finished: in.Finished})
+	}
+	if sh, ok, err := l.Shard(ctx); err != nil {
+		return st, err
+	} else if ok {
+		st.Shard = &ShardStatus{Index: sh.Index, Count: sh.Count, Scheme: sh.Scheme, Merged: sh.Merged()}
 	}
 	if st.Origins, err = l.OriginCounts(ctx); err != nil {
 		return st, err

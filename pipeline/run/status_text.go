@@ -15,7 +15,15 @@ import (
 // kept, dropped and quarantined counts, stages, model use and batches (aged
 // against now), then the turn-type shares of each classify variant.
 func WriteStatus(w io.Writer, st ledger.Status, tts []TurnTypes, now time.Time) {
-	fmt.Fprintf(w, "run %s\n\n", st.Path)
+	fmt.Fprintf(w, "run %s\n", st.Path)
+	switch sh := st.Shard; {
+	case sh == nil:
+	case sh.Merged:
+		fmt.Fprintf(w, "merged from %d shards (%s)\n", sh.Count, sh.Scheme)
+	default:
+		fmt.Fprintf(w, "shard %d/%d (%s): the conversations whose id hash falls in this shard; 'ac3 merge' joins the shards into one run\n", sh.Index, sh.Count, sh.Scheme)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "input\tformat\trecords\tstate")
 	for _, in := range st.Inputs {

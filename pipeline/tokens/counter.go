@@ -96,6 +96,31 @@ func (c *Counter) Count(text string) int {
 	return n + len(c.enc.EncodeOrdinary(text[start:]))
 }
 
+// TokenEnds returns the byte offset in text at which each of its tokens
+// ends, tokenized as Count tokenizes it: len(TokenEnds(text)) ==
+// Count(text). It lets a caller count many prefixes of one text with one
+// tokenization (see the filler strategy of package curate).
+func (c *Counter) TokenEnds(text string) []int {
+	var ends []int
+	add := func(off int, piece string) {
+		for _, t := range c.enc.EncodeOrdinary(piece) {
+			off += len(c.enc.Decode([]int{t}))
+			ends = append(ends, off)
+		}
+	}
+	if len(text) <= MaxRun {
+		add(0, text)
+		return ends
+	}
+	start := 0
+	for cut := range cuts(text) {
+		add(start, text[start:cut])
+		start = cut
+	}
+	add(start, text[start:])
+	return ends
+}
+
 // MaxRun is the longest run of same-kind characters Count tokenizes in one
 // piece. BPE on a 1,000-character piece takes about a millisecond.
 const MaxRun = 1000

@@ -177,3 +177,37 @@ func BenchmarkCountLongRuns(b *testing.B) {
 		})
 	}
 }
+
+// TokenEnds tokenizes as Count does: as many ends as tokens, rising, the
+// last at the text's end; long runs are cut the same way.
+func TestTokenEnds(t *testing.T) {
+	texts := map[string]string{
+		"prose":      "Rivers usually begin in hills or mountains and widen as they approach the sea.",
+		"multibyte":  "naïve café — 東京タワー 🎉🎉 done",
+		"code":       "func f(x int) int {\n\treturn x*2 // twice\n}\n",
+		"empty":      "",
+		"one letter": "a",
+	}
+	for name, s := range longRuns {
+		texts["long run "+name] = s
+	}
+	for _, enc := range tokens.Encodings() {
+		c := mustCounter(t, enc)
+		for name, s := range texts {
+			ends := c.TokenEnds(s)
+			if len(ends) != c.Count(s) {
+				t.Errorf("%s %s: %d ends, Count %d", enc, name, len(ends), c.Count(s))
+				continue
+			}
+			for k := 1; k < len(ends); k++ {
+				if ends[k] <= ends[k-1] {
+					t.Errorf("%s %s: ends not rising at %d: %v", enc, name, k, ends[k-1:k+1])
+					break
+				}
+			}
+			if len(ends) > 0 && ends[len(ends)-1] != len(s) {
+				t.Errorf("%s %s: last end %d, text is %d bytes", enc, name, ends[len(ends)-1], len(s))
+			}
+		}
+	}
+}

@@ -47,7 +47,7 @@ func (s Filler) Contexts(ctx context.Context, c *conv.Conversation, from int, tc
 	for i := range view {
 		m := c.Messages[i]
 		if target := tc.Message(i); isAssistantSide(m.Role) && target > 0 {
-			w := fitFiller(tc, c.ID, i, target)
+			w := fitFiller(tc.fill, i, target)
 			view[i] = FillerPart(i, w)
 			cost[i] = tc.Cost(m.Role, tc.fill(i, w))
 			continue
@@ -62,15 +62,15 @@ func (s Filler) Contexts(ctx context.Context, c *conv.Conversation, from int, tc
 // fitFiller returns the word count whose filler for message i comes closest
 // to target tokens. Filler tokens grow almost linearly with words, so a
 // proportional guess followed by a few corrections lands within a token or
-// two; each try tokenizes about target tokens.
-func fitFiller(tc *TokenCache, id string, i, target int) int {
+// two. count(i, w) is the token count of message i's filler cut at w words.
+func fitFiller(count func(i, w int) int, i, target int) int {
 	const maxTries = 6
 	w := max(1, target*3/4) // English prose runs about 4 tokens per 3 words
 	best, bestDiff := w, -1
 	tried := map[int]bool{}
 	for range maxTries {
 		tried[w] = true
-		n := tc.fill(i, w)
+		n := count(i, w)
 		diff := abs(n - target)
 		if bestDiff < 0 || diff < bestDiff || (diff == bestDiff && w < best) {
 			best, bestDiff = w, diff

@@ -1,6 +1,8 @@
 package curate
 
 import (
+	"sort"
+
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/tokens"
 )
@@ -20,6 +22,9 @@ type TokenCache struct {
 	system  int   // content tokens of c.System; -1 until counted
 	text    map[string]int
 	filler  map[[2]int]int // (message, words) -> content tokens
+	// prefix holds, per message, one tokenization of a long stretch of its
+	// filler stream, from which fillPrefix counts shorter cuts.
+	prefix map[int]*fillerTokens
 
 	// Per-conversation work that model-backed strategies share: one AC3
 	// analysis per turn serves every operator, one summary per reply serves
@@ -114,9 +119,62 @@ func (tc *TokenCache) fill(i, words int) int {
 	if tc.filler == nil {
 		tc.filler = map[[2]int]int{}
 	}
-	n := tc.counter.Count(fillerText(tc.c.ID, i, words))
+	n, ok := tc.fillPrefix(i, words)
+	if !ok {
+		n = tc.counter.Count(fillerText(tc.c.ID, i, words))
+	}
 	tc.filler[k] = n
 	return n
+}
+
+// fillerTokens is one tokenization of the first words words of a message's
+// filler stream: the byte offset at which each word and each token ends.
+type fillerTokens struct {
+	words    int
+	wordEnds []int
+	tokEnds  []int
+}
+
+// fillPrefix counts the tokens of message i's filler cut at words words
+// from one tokenization of a longer cut of the same stream: the tokens that
+// end by the cut's last byte. Filler text is words of plain prose joined by
+// single spaces, which the encodings' pre-tokenizers split before each
+// space, so a cut at a word's end is a token boundary and the tokens before
+// it are those of the cut on its own (TestFillPrefixMatchesWholeCounts
+// checks this for every encoding). ok is false where the cut is not a token
+// boundary; the caller then counts the cut on its own. The filler fit tries
+// half a dozen cuts near one length: this tokenizes one stretch a quarter
+// longer instead of each of them.
+func (tc *TokenCache) fillPrefix(i, words int) (n int, ok bool) {
+	if words <= 0 {
+		return 0, false
+	}
+	ft := tc.prefix[i]
+	if ft == nil || words > ft.words {
+		n := words + words/4 + 16
+		text := fillerText(tc.c.ID, i, n)
+		ft = &fillerTokens{tokEnds: tc.counter.TokenEnds(text)}
+		for k := range len(text) {
+			if text[k] == ' ' {
+				ft.wordEnds = append(ft.wordEnds, k)
+			}
+		}
+		ft.wordEnds = append(ft.wordEnds, len(text))
+		ft.words = len(ft.wordEnds)
+		if tc.prefix == nil {
+			tc.prefix = map[int]*fillerTokens{}
+		}
+		tc.prefix[i] = ft
+		if words > ft.words {
+			return 0, false
+		}
+	}
+	end := ft.wordEnds[words-1]
+	n = sort.SearchInts(ft.tokEnds, end+1) // the tokens ending at or before end
+	if n == 0 || ft.tokEnds[n-1] != end {
+		return 0, false
+	}
+	return n, true
 }
 
 // part returns the content tokens of a single, unjoined part.

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"160MiB", 160 << 20, false},
+		{"2GiB", 2 << 30, false},
+		{"1.5gib", 3 << 29, false},
+		{"512MB", 512e6, false},
+		{"1GB", 1e9, false},
+		{"100000000", 1e8, false},
+		{"100000000B", 1e8, false},
+		{"off", 0, false},
+		{"OFF", 0, false},
+		{"0", 0, false},
+		{"1MiB", 0, true}, // too small to run in
+		{"-5GiB", 0, true},
+		{"lots", 0, true},
+		{"GiB", 0, true},
+		{"", 0, true},
+	} {
+		got, err := parseMemoryLimit(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("parseMemoryLimit(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// The readers get their default limit, a limit on the command line holds
+// for every command, and GOMEMLIMIT wins over both.
+func TestMemoryLimitApplied(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "run.db")
+	mustRun(t, "ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl"))
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		args []string
+		want []int64
+	}{
+		{"export default", nil, []string{"export", "--db", db, "--what", "conversations", "--format", "jsonl", "--out", filepath.Join(dir, "c.jsonl")}, []int64{readerMemoryLimit}},
+		{"status default", nil, []string{"status", "--db", db}, []int64{readerMemoryLimit}},
+		{"flag", nil, []string{"--memory-limit", "1GiB", "status", "--db", db}, []int64{1 << 30, 1 << 30}},
+		{"off", nil, []string{"--memory-limit", "off", "status", "--db", db}, nil},
+		{"writer has none", nil, []string{"curate", "--db", db, "--strategies", "fc"}, nil},
+		{"writer with flag", nil, []string{"--memory-limit", "2GiB", "curate", "--db", db, "--strategies", "fc"}, []int64{2 << 30}},
+		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, []string{"--memory-limit", "2GiB", "status", "--db", db}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int64
+			var out bytes.Buffer
+			e := &env{stop: make(chan struct{}), stdout: &out, stderr: &out,
+				getenv:         func(k string) string { return tc.vars[k] },
+				setMemoryLimit: func(n int64) { got = append(got, n) }}
+			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+			defer cancel()
+			if err := newApp(e).RunContext(ctx, append([]string{"ac3"}, tc.args...)); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("limits set %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("limits set %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+	out, _, err := runApp(t, "--memory-limit", "lots", "status", "--db", db)
+	if err == nil || !strings.Contains(err.Error(), "--memory-limit") {
+		t.Fatalf("a bad --memory-limit gave %v (%s), want an error naming the flag", err, out)
+	}
+}
