@@ -58,6 +58,8 @@ bench:
 # run, report, exports) at each size, in its
 # own process: wall time and peak RSS, and RSS growth from the smallest size
 # to the largest (issue 9 targets: <= 1.1x, none above 1 GiB).
+# AC3_BENCH_KEEP=DIR keeps each size's run file and exports in DIR;
+# AC3_BENCH_BIN=PATH runs a prebuilt ac3 instead of building one.
 bench-scale sizes="10000,100000,1000000":
     AC3_BENCH_SCALE={{sizes}} go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 1440m ./pipeline/bench/
 

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -146,21 +145,6 @@ func (l *Ledger) taskStates(ctx context.Context, stage string, v Variant, after,
 		return fmt.Errorf("reading %s/%s task states: %w", stage, v.Name, err)
 	}
 	return nil
-}
-
-func variantFilter(variants []Variant) (string, []any) {
-	var b strings.Builder
-	args := make([]any, 0, 2*len(variants))
-	b.WriteString("(")
-	for i, v := range variants {
-		if i > 0 {
-			b.WriteString(" OR ")
-		}
-		b.WriteString("(variant = ? AND version = ?)")
-		args = append(args, v.Name, v.Version)
-	}
-	b.WriteString(")")
-	return b.String(), args
 }
 
 // TaskCounts reports done and failed tasks of one stage variant version,

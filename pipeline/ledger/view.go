@@ -409,6 +409,38 @@ func inFilter(col string, sp split, after, upto int64) (string, []any) {
 	return ` AND ` + col + ` IN (SELECT seq FROM conversations INDEXED BY conversations_by_origin WHERE origin IN (` + marks + `) AND seq > ? AND seq <= ?)`, args
 }
 
+// unitsQuery is View.Units' query. The variants are a table of constants
+// joined to units through units_by_stage, so that each page reads only its
+// own range of each variant. Written as a disjunction, the planner was free
+// to read the stage whole through units_by_conversation instead, which it
+// did once versions were long strings: every page then cost the whole
+// stage, and an export of a million conversations would never end
+// (TestScopedQueriesUseIndexes holds it to the index).
+func unitsQuery(stage string, variants []Variant, after, upto int64, sp split) (string, []any) {
+	var vals strings.Builder
+	args := make([]any, 0, 2*len(variants)+3)
+	seen := map[Variant]bool{}
+	for _, v := range variants {
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		if len(args) > 0 {
+			vals.WriteString(", ")
+		}
+		vals.WriteString("(?, ?)")
+		args = append(args, v.Name, v.Version)
+	}
+	args = append(args, stage, after, upto)
+	scope, sargs := inFilter("u.conv_seq", sp, after, upto)
+	args = append(args, sargs...)
+	return `WITH wanted(variant, version) AS (VALUES ` + vals.String() + `)
+		SELECT u.key, u.conversation_id, u.conv_seq, u.turn, u.variant, u.version, u.status, u.error, u.raw, u.output, u.tokens
+		FROM wanted AS w CROSS JOIN units AS u INDEXED BY units_by_stage
+		WHERE u.stage = ? AND u.variant = w.variant AND u.version = w.version AND u.conv_seq > ? AND u.conv_seq <= ?` + scope + `
+		ORDER BY u.conv_seq, u.turn, u.variant`, args
+}
+
 // Units calls fn for every unit of stage among variants whose conversation
 // is in the view and has after < seq <= upto, ordered by conversation, turn
 // and variant name (as Ledger.Units).
@@ -421,11 +453,8 @@ func (v View) Units(ctx context.Context, stage string, variants []Variant, after
 	if err != nil {
 		return err
 	}
-	q, args := variantFilter(variants)
-	args = append([]any{stage, after, upto}, args...)
-	scope, sargs := inFilter("conv_seq", sp, after, upto)
-	args = append(args, sargs...)
-	rows, err := v.l.r.QueryContext(ctx, `SELECT key, conversation_id, conv_seq, turn, variant, version, status, error, raw, output, tokens FROM units WHERE stage = ? AND conv_seq > ? AND conv_seq <= ? AND `+q+scope+` ORDER BY conv_seq, turn, variant`, args...)
+	q, args := unitsQuery(stage, variants, after, upto, sp)
+	rows, err := v.l.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("reading %s units: %w", stage, err)
 	}
