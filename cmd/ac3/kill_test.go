@@ -344,15 +344,29 @@ func TestKillDuringAModelStageRepeatsNoPaidCall(t *testing.T) {
 	}
 
 	calls := srv.Calls()
-	resent, repeats := 0, 0
-	seenIn := map[[2]any]bool{} // (process, key)
-	for _, c := range calls {
+	// A call belongs to the process that was running when it arrived; but a
+	// request a process sent just before its kill can be logged after the
+	// checkpoint, so the process of a call is that of the earliest call on
+	// its connection (a connection is one process's).
+	byTime := func(c llmtest.Call) int {
 		proc := len(cps) // the final run unless it arrived before a checkpoint
 		for j := len(cps) - 1; j >= 0; j-- {
 			if c.Time.Before(cps[j].at) {
 				proc = j
 			}
 		}
+		return proc
+	}
+	connProc := map[uint64]int{}
+	for _, c := range calls {
+		if p, ok := connProc[c.Conn]; !ok || byTime(c) < p {
+			connProc[c.Conn] = byTime(c)
+		}
+	}
+	resent, repeats := 0, 0
+	seenIn := map[[2]any]bool{} // (process, key)
+	for _, c := range calls {
+		proc := connProc[c.Conn]
 		for j := range proc {
 			if cps[j].cached[c.Key] {
 				resent++

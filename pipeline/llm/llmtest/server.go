@@ -1,6 +1,7 @@
 package llmtest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -296,7 +298,15 @@ type Call struct {
 	// Batch is the id of the batch this request was a line of, "" for a
 	// request sent online.
 	Batch string
+	// Conn numbers the client connection the request came on, from 1 in
+	// the order the server accepted them. A connection belongs to one
+	// client process, so a test that kills and restarts clients can tell
+	// whose a request was even when its arrival is logged after the kill.
+	Conn uint64
 }
+
+// connKey carries a connection's number in its requests' contexts.
+type connKey struct{}
 
 // Arrival is one line of Options.ArrivalLog.
 type Arrival struct {
@@ -332,6 +342,8 @@ type Server struct {
 	batches   map[string]*batchJob
 	order     []string // batch ids in creation order
 	nextID    int
+
+	conns atomic.Uint64 // connections accepted so far
 }
 
 // TB is the part of testing.TB a Server needs; *testing.T and *testing.B
@@ -360,7 +372,11 @@ func New(tb TB, opts Options) *Server {
 	mux.HandleFunc("POST /v1/chat/completions", s.handle)
 	mux.HandleFunc("POST /chat/completions", s.handle)
 	s.routeBatch(mux)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewUnstartedServer(mux)
+	s.srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, s.conns.Add(1))
+	}
+	s.srv.Start()
 	s.URL = s.srv.URL + "/v1"
 	tb.Cleanup(s.Close)
 	return s
@@ -494,7 +510,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, body []byte, key
 	s.seen[id]++
 	nth := s.seen[id]
 	idx := len(s.calls)
-	s.calls = append(s.calls, Call{Time: now, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Request: req, Key: key, PromptHash: ph, Nth: nth, Batch: batch})
+	conn, _ := r.Context().Value(connKey{}).(uint64)
+	s.calls = append(s.calls, Call{Time: now, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Request: req, Key: key, PromptHash: ph, Nth: nth, Batch: batch, Conn: conn})
 	overLimit := false
 	if batch == "" {
 		s.arrivals = append(s.arrivals, now)
