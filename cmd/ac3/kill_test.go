@@ -359,8 +359,9 @@ func TestKillDuringAModelStageRepeatsNoPaidCall(t *testing.T) {
 	}
 	connProc := map[uint64]int{}
 	for _, c := range calls {
-		if p, ok := connProc[c.Conn]; !ok || byTime(c) < p {
-			connProc[c.Conn] = byTime(c)
+		proc := byTime(c)
+		if p, ok := connProc[c.Conn]; !ok || proc < p {
+			connProc[c.Conn] = proc
 		}
 	}
 	resent, repeats := 0, 0

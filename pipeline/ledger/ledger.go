@@ -37,6 +37,9 @@ type Ledger struct {
 	// parent_seq). False only for an older run opened read-only, whose
 	// conversations are then all ingested ones.
 	hasOrigins bool
+	// hasShard: the file has migration 0007 (the shard table). False only
+	// for an older run opened read-only, which is no shard.
+	hasShard bool
 
 	// spend is the run's model spend, summed from llm_calls once and then
 	// kept current by the recorder, so progress lines can show dollars after
@@ -142,23 +145,23 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 			}
 			return nil, fmt.Errorf("opening run %s: %w", path, ErrNotRun)
 		}
-		if err := r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE name = ?", reasonsMigration).Scan(&n); err != nil {
-			l.closeDBs()
-			return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
+		for _, m := range []struct {
+			name string
+			has  *bool
+		}{{reasonsMigration, &l.hasReasons}, {originsMigration, &l.hasOrigins}, {shardMigration, &l.hasShard}} {
+			if err := r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE name = ?", m.name).Scan(&n); err != nil {
+				l.closeDBs()
+				return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
+			}
+			*m.has = n > 0
 		}
-		l.hasReasons = n > 0
-		if err := r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE name = ?", originsMigration).Scan(&n); err != nil {
-			l.closeDBs()
-			return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
-		}
-		l.hasOrigins = n > 0
 		return l, nil
 	}
 	if err := l.migrate(ctx); err != nil {
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
 	}
-	l.hasReasons, l.hasOrigins = true, true
+	l.hasReasons, l.hasOrigins, l.hasShard = true, true, true
 	if err := l.backfillReasons(ctx); err != nil {
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
@@ -171,6 +174,9 @@ const reasonsMigration = "0003_unit_status.sql"
 
 // originsMigration added conversations.origin and parent_seq (AddDerived).
 const originsMigration = "0004_derived.sql"
+
+// shardMigration added the shard table (ShardInfo).
+const shardMigration = "0007_shard.sql"
 
 func escapePath(p string) string {
 	// '?' and '#' would end the file part of a URI.

@@ -250,15 +250,9 @@ func readShard(ctx context.Context, path string) (shardFile, shardFacts, error) 
 	if check != "ok" {
 		return f, sf, fmt.Errorf("merge: %w", &DamagedError{Path: path, Err: fmt.Errorf("integrity check: %s", check)})
 	}
-	var n int
-	if err := l.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'shard'`).Scan(&n); err != nil {
+	info, ok, err := l.Shard(ctx) // an older file, without the table, is no shard
+	if err != nil {
 		return f, sf, wrap(err)
-	}
-	info, ok := ShardInfo{}, false
-	if n > 0 {
-		if info, ok, err = l.Shard(ctx); err != nil {
-			return f, sf, wrap(err)
-		}
 	}
 	switch {
 	case !ok:
@@ -306,6 +300,7 @@ func readShard(ctx context.Context, path string) (shardFile, shardFacts, error) 
 	}, `SELECT stage, variant, group_concat(version, ' | ') FROM (SELECT DISTINCT stage, variant, version FROM tasks ORDER BY stage, variant, version) GROUP BY stage, variant`); err != nil {
 		return f, sf, wrap(err)
 	}
+	var n int
 	if err := l.r.QueryRowContext(ctx, `SELECT count(*) FROM batch_requests WHERE state IN ('queued', 'submitted')`).Scan(&n); err != nil {
 		return f, sf, wrap(err)
 	}

@@ -11,8 +11,9 @@ import (
 // ShardInfo is the shard identity a run file records (migration
 // 0007_shard.sql). Index is MergedIndex in a run merged from Count shards.
 type ShardInfo struct {
-	Index, Count int
-	Scheme       string
+	Index  int    `json:"index"`
+	Count  int    `json:"count"`
+	Scheme string `json:"scheme"`
 }
 
 // MergedIndex is the Index of a run merged from shards.
@@ -26,11 +27,7 @@ func (s ShardInfo) Merged() bool { return s.Index == MergedIndex }
 func (l *Ledger) Shard(ctx context.Context) (_ ShardInfo, ok bool, err error) {
 	defer l.classify(&err)
 	var s ShardInfo
-	// An older run opened read-only predates the table: it is no shard.
-	var n int
-	if err := l.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'shard'`).Scan(&n); err != nil {
-		return s, false, fmt.Errorf("reading the run's shard: %w", err)
-	} else if n == 0 {
+	if !l.hasShard {
 		return s, false, nil
 	}
 	err = l.r.QueryRowContext(ctx, `SELECT shard_index, shard_count, scheme FROM shard WHERE id = 1`).Scan(&s.Index, &s.Count, &s.Scheme)

@@ -12,8 +12,9 @@ import (
 type Status struct {
 	Path string `json:"path"`
 	// Shard is the run's shard identity: which of how many shards this run
-	// file holds, or how many it was merged from; absent for a run of its own.
-	Shard         *ShardStatus  `json:"shard,omitempty"`
+	// file holds, or (index -1) how many it was merged from; absent for a
+	// run of its own.
+	Shard         *ShardInfo    `json:"shard,omitempty"`
 	Inputs        []InputStatus `json:"inputs"`
 	Conversations int64         `json:"conversations"`
 	// Origins counts the conversations per origin: "source" for ingested
@@ -31,14 +32,6 @@ type Status struct {
 	// online, failed). Both are absent for a run that never used batches.
 	Batches       []BatchGroup     `json:"batches,omitempty"`
 	BatchRequests map[string]int64 `json:"batch_requests,omitempty"`
-}
-
-// ShardStatus is Status.Shard.
-type ShardStatus struct {
-	Index  int    `json:"index"` // -1 in a merged run
-	Count  int    `json:"count"`
-	Scheme string `json:"scheme"`
-	Merged bool   `json:"merged"`
 }
 
 // BatchGroup sums the batches in one state (and endpoint status).
@@ -143,7 +136,7 @@ func (l *Ledger) Status(ctx context.Context) (_ Status, err error) {
 	if sh, ok, err := l.Shard(ctx); err != nil {
 		return st, err
 	} else if ok {
-		st.Shard = &ShardStatus{Index: sh.Index, Count: sh.Count, Scheme: sh.Scheme, Merged: sh.Merged()}
+		st.Shard = &sh
 	}
 	if st.Origins, err = l.OriginCounts(ctx); err != nil {
 		return st, err

@@ -21,12 +21,13 @@ func TestScopedQueriesUseIndexes(t *testing.T) {
 	scope, args := inFilter("conv_seq", split{in: []string{"a", "b"}}, 1, 9)
 	unitsQ, unitsArgs := unitsQuery("curate", []Variant{{"fc", "1;enc=o200k_base;from=2"}, {"ao", "1;enc=o200k_base;from=2"}, {"fc", "1;enc=o200k_base;from=2"}}, 512, 1024, split{all: true})
 	unitsScopedQ, unitsScopedArgs := unitsQuery("curate", []Variant{{"fc", "1"}, {"ao", "1"}}, 512, 1024, split{in: []string{"a"}})
-	cases := []struct {
+	type planCase struct {
 		name  string
 		query string
 		args  []any
 		want  []string
-	}{
+	}
+	cases := []planCase{
 		{"next seqs of an origin", `SELECT seq FROM conversations INDEXED BY conversations_by_origin WHERE origin = ? AND seq > ? ORDER BY seq LIMIT ?`, []any{"a", 1, 5},
 			[]string{"SEARCH conversations USING COVERING INDEX conversations_by_origin (origin=? AND seq>?)"}},
 		{"count of an origin", `SELECT count(*) FROM conversations INDEXED BY conversations_by_origin WHERE origin = ?`, []any{"a"},
@@ -50,9 +51,9 @@ func TestScopedQueriesUseIndexes(t *testing.T) {
 	// A page of units reads its own range of each variant, never the stage
 	// whole.
 	const unitRange = "SEARCH u USING INDEX units_by_stage (stage=? AND variant=? AND version=? AND conv_seq"
-	cases = append(cases, cases[0], cases[0])
-	cases[len(cases)-2].name, cases[len(cases)-2].query, cases[len(cases)-2].args, cases[len(cases)-2].want = "a page of units", unitsQ, unitsArgs, []string{unitRange}
-	cases[len(cases)-1].name, cases[len(cases)-1].query, cases[len(cases)-1].args, cases[len(cases)-1].want = "a page of units of an origin", unitsScopedQ, unitsScopedArgs, []string{unitRange, "conversations_by_origin"}
+	cases = append(cases,
+		planCase{"a page of units", unitsQ, unitsArgs, []string{unitRange}},
+		planCase{"a page of units of an origin", unitsScopedQ, unitsScopedArgs, []string{unitRange, "conversations_by_origin"}})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rows, err := l.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)

@@ -18,7 +18,7 @@ func WriteStatus(w io.Writer, st ledger.Status, tts []TurnTypes, now time.Time) 
 	fmt.Fprintf(w, "run %s\n", st.Path)
 	switch sh := st.Shard; {
 	case sh == nil:
-	case sh.Merged:
+	case sh.Merged():
 		fmt.Fprintf(w, "merged from %d shards (%s)\n", sh.Count, sh.Scheme)
 	default:
 		fmt.Fprintf(w, "shard %d/%d (%s): the conversations whose id hash falls in this shard; 'ac3 merge' joins the shards into one run\n", sh.Index, sh.Count, sh.Scheme)

@@ -165,9 +165,6 @@ func (tc *TokenCache) fillPrefix(i, words int) (n int, ok bool) {
 			tc.prefix = map[int]*fillerTokens{}
 		}
 		tc.prefix[i] = ft
-		if words > ft.words {
-			return 0, false
-		}
 	}
 	end := ft.wordEnds[words-1]
 	n = sort.SearchInts(ft.tokEnds, end+1) // the tokens ending at or before end
