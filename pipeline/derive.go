@@ -47,8 +47,8 @@ type DeriveOptions struct {
 	// PageSize is how many parents are read at a time (default 512).
 	PageSize int
 	// BatchSize and BatchBytes bound what waits to be stored: at most
-	// BatchSize conversations (default 64) holding at most BatchBytes of
-	// message text (default 16 MiB), so stitched 100K-token instances do
+	// BatchSize conversations (default 64) of at most BatchBytes (their
+	// Size, default 16 MiB), so stitched 100K-token instances do
 	// not pile up in memory.
 	BatchSize  int
 	BatchBytes int
@@ -141,10 +141,7 @@ func Derive(ctx context.Context, l *ledger.Ledger, origin string, scope ledger.S
 			return fmt.Errorf("deriving %s from seq %d: emitted no conversation", origin, parent)
 		}
 		batch = append(batch, item{parent, c})
-		bytes += len(c.System)
-		for _, m := range c.Messages {
-			bytes += len(m.Content)
-		}
+		bytes += c.Size()
 		if len(batch) >= opts.BatchSize || bytes >= opts.BatchBytes {
 			return flush()
 		}

@@ -32,10 +32,15 @@ type Options struct {
 	// lets finish. Default: the stage's ModelWindow, which derives it from
 	// the endpoints' limits (DefaultWindow).
 	Window int
-	// BatchSize and BatchWait bound how many finished tasks wait for a
-	// commit and for how long (defaults 256 and 500ms).
-	BatchSize int
-	BatchWait time.Duration
+	// BatchSize, BatchBytes and BatchWait bound how many finished tasks
+	// wait for a commit, how many bytes of unit output they may hold, and
+	// for how long (defaults 256, 16 MiB and 500ms). The byte bound keeps
+	// memory flat when a stretch of long conversations makes every task's
+	// output large (a concatenated context grows with the square of the
+	// turns).
+	BatchSize  int
+	BatchBytes int
+	BatchWait  time.Duration
 	// PageSize is how many conversations are planned per ledger read.
 	PageSize int
 	// Stop, when closed, stops planning new tasks and starting new units;
@@ -61,6 +66,9 @@ func (o *Options) defaults() {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 256
+	}
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = 16 << 20
 	}
 	if o.BatchWait <= 0 {
 		o.BatchWait = 500 * time.Millisecond
@@ -446,6 +454,7 @@ func taskResult(s Stage, t Task, v Variant, units []Unit) ledger.TaskResult {
 func commitLoop(ctx context.Context, l *ledger.Ledger, opts Options, results <-chan []ledger.TaskResult, sum *Summary) error {
 	flushCtx := context.WithoutCancel(ctx)
 	batch := make([]ledger.TaskResult, 0, opts.BatchSize)
+	bytes := 0
 	timer := time.NewTimer(opts.BatchWait)
 	defer timer.Stop()
 	flush := func() error {
@@ -475,7 +484,10 @@ func commitLoop(ctx context.Context, l *ledger.Ledger, opts Options, results <-c
 				return err
 			}
 		}
-		batch = batch[:0]
+		// Cleared, not just cut: a short batch (a timer's flush) would
+		// otherwise keep a longer one's outputs reachable from the tail.
+		clear(batch)
+		batch, bytes = batch[:0], 0
 		return nil
 	}
 	for {
@@ -485,7 +497,10 @@ func commitLoop(ctx context.Context, l *ledger.Ledger, opts Options, results <-c
 				return flush()
 			}
 			batch = append(batch, r...)
-			if len(batch) >= opts.BatchSize {
+			for _, t := range r {
+				bytes += t.Size()
+			}
+			if len(batch) >= opts.BatchSize || bytes >= opts.BatchBytes {
 				if err := flush(); err != nil {
 					return err
 				}

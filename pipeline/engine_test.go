@@ -114,6 +114,30 @@ func TestRunDoesEachTaskOnce(t *testing.T) {
 	}
 }
 
+// Finished tasks are committed once their outputs reach BatchBytes, however
+// few they are and however long the batch could still wait.
+func TestRunCommitsByBytes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l := seed(t, 30)
+	s := &countStage{variants: []pipeline.Variant{{Name: "a", Version: "1"}, {Name: "b", Version: "1"}}}
+	var commits, most int
+	sum, err := pipeline.Run(ctx, l, s, pipeline.Options{
+		Workers: 1, BatchSize: 1000, BatchBytes: 1, BatchWait: time.Hour,
+		OnCommit: func(tasks, _, _ int, _ int64) { commits++; most = max(most, tasks) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 60 {
+		t.Fatalf("summary = %+v", sum)
+	}
+	// One conversation's tasks arrive together: a and b.
+	if most > 2 || commits < 30 {
+		t.Errorf("%d commits of at most %d tasks, want one commit per conversation", commits, most)
+	}
+}
+
 func TestRunStopsOnStageError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -69,8 +69,8 @@ func newApp(e *env) *cli.App {
 		HideHelpCommand:      true,
 		Flags:                []cli.Flag{memoryLimitFlag},
 		// A limit given on the command line holds for every command; the
-		// readers add their own default (applyMemoryLimit).
-		Before: func(c *cli.Context) error { return applyMemoryLimit(c, e, 0) },
+		// readers replace this default with their own (applyMemoryLimit).
+		Before: func(c *cli.Context) error { return applyMemoryLimit(c, e, writerMemoryLimit) },
 		// In the order a run uses them, then the tools around runs.
 		Commands: []*cli.Command{
 			ingestCommand(e),

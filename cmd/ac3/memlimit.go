@@ -21,9 +21,19 @@ import (
 // half the CPU), it never fails.
 const readerMemoryLimit = 160 << 20
 
+// writerMemoryLimit is every other command's default. The writers' working
+// sets are bounded too (a page of conversations, a commit batch bounded by
+// count and bytes, the tokenizer's tables: curating ten thousand
+// conversations with six strategies peaks at about 100 MiB of Go memory
+// with half of it live), and without a limit the same slack made curate's
+// peak 12% higher at a million conversations than at ten thousand.
+// Measured on curate at 10k: 9% more collections under this limit, the
+// same CPU time.
+const writerMemoryLimit = 112 << 20
+
 var memoryLimitFlag = &cli.StringFlag{
 	Name:    "memory-limit",
-	Usage:   "soft limit on the Go heap, e.g. 512MiB or 2GiB; 'off' for none. Default: 160MiB for the commands that read a run in pages (export, report, status, inspect, run --dry-run), none for the others; GOMEMLIMIT, when set, wins",
+	Usage:   "soft limit on the Go heap, e.g. 512MiB or 2GiB; 'off' for none. Default: 160MiB for the commands that read a run in pages (export, report, status, inspect, run --dry-run), 112MiB for the others; GOMEMLIMIT, when set, wins",
 	EnvVars: []string{"AC3_MEMORY_LIMIT"},
 }
 

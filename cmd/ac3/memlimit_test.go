@@ -37,7 +37,7 @@ func TestParseMemoryLimit(t *testing.T) {
 	}
 }
 
-// The readers get their default limit, a limit on the command line holds
+// Writers and readers get their default limits, a limit on the command line holds
 // for every command, and GOMEMLIMIT wins over both.
 func TestMemoryLimitApplied(t *testing.T) {
 	dir := t.TempDir()
@@ -49,11 +49,11 @@ func TestMemoryLimitApplied(t *testing.T) {
 		args []string
 		want []int64
 	}{
-		{"export default", nil, []string{"export", "--db", db, "--what", "conversations", "--format", "jsonl", "--out", filepath.Join(dir, "c.jsonl")}, []int64{readerMemoryLimit}},
-		{"status default", nil, []string{"status", "--db", db}, []int64{readerMemoryLimit}},
+		{"export default", nil, []string{"export", "--db", db, "--what", "conversations", "--format", "jsonl", "--out", filepath.Join(dir, "c.jsonl")}, []int64{writerMemoryLimit, readerMemoryLimit}},
+		{"status default", nil, []string{"status", "--db", db}, []int64{writerMemoryLimit, readerMemoryLimit}},
 		{"flag", nil, []string{"--memory-limit", "1GiB", "status", "--db", db}, []int64{1 << 30, 1 << 30}},
 		{"off", nil, []string{"--memory-limit", "off", "status", "--db", db}, nil},
-		{"writer has none", nil, []string{"curate", "--db", db, "--strategies", "fc"}, nil},
+		{"writer default", nil, []string{"curate", "--db", db, "--strategies", "fc"}, []int64{writerMemoryLimit}},
 		{"writer with flag", nil, []string{"--memory-limit", "2GiB", "curate", "--db", db, "--strategies", "fc"}, []int64{2 << 30}},
 		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, []string{"--memory-limit", "2GiB", "status", "--db", db}, nil},
 	} {

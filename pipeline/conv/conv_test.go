@@ -148,3 +148,12 @@ func TestParseRole(t *testing.T) {
 		}
 	}
 }
+
+func TestSize(t *testing.T) {
+	c := &conv.Conversation{System: "sys", Meta: []byte(`{"a":1}`), Messages: []conv.Message{
+		{Role: conv.User, Content: "hello"}, {Role: conv.Assistant, Content: "hi there"},
+	}}
+	if got, want := c.Size(), 3+7+5+8; got != want {
+		t.Errorf("Size = %d, want %d", got, want)
+	}
+}

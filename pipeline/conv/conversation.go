@@ -71,6 +71,17 @@ type Conversation struct {
 	Meta     json.RawMessage `json:"meta,omitempty"`
 }
 
+// Size is about how many bytes the conversation holds: its text and its
+// Meta. Writers that gather conversations before a commit bound the batch by
+// it, so a run of long conversations cannot grow the batch's memory.
+func (c *Conversation) Size() int {
+	n := len(c.System) + len(c.Meta)
+	for _, m := range c.Messages {
+		n += len(m.Content)
+	}
+	return n
+}
+
 // ContentHash is a hash of the system message and the messages (roles and
 // text) only, so the same conversation read from two files or formats hashes
 // the same. Ingest uses it to drop exact duplicates.

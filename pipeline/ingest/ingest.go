@@ -42,8 +42,13 @@ type Options struct {
 	// the settings it was first ingested with; ingesting more files into it
 	// with other settings is refused, because the run would mix two samples.
 	Settings string
-	// BatchSize is how many records go into one commit (default 2000).
-	BatchSize int
+	// BatchSize is how many records go into one commit at most (default
+	// 2000), and BatchBytes how many bytes of kept conversations (their
+	// Size, default 8 MiB): the batch is what ingest holds in memory, and
+	// bounding it by bytes keeps that flat however long the conversations
+	// of a stretch of the file are.
+	BatchSize  int
+	BatchBytes int
 	// Stop, when closed, ends the ingest at the next commit.
 	Stop <-chan struct{}
 	// OnBatch is called after each commit with the records it covered.
@@ -80,6 +85,9 @@ func Run(ctx context.Context, l *ledger.Ledger, files []string, opts Options) (S
 	var sum Summary
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 2000
+	}
+	if opts.BatchBytes <= 0 {
+		opts.BatchBytes = 8 << 20
 	}
 	prev, ok, err := l.Meta(ctx, settingsKey)
 	if err != nil {
@@ -167,6 +175,7 @@ func ingestFile(ctx context.Context, l *ledger.Ledger, path string, opts Options
 
 	batch := ledger.IngestBatch{InputID: in.ID, Dedupe: opts.Dedupe, Drops: map[string]int64{}}
 	var inBatch int64
+	batchBytes := 0
 	commit := func(finished bool) error {
 		batch.RecordsDone, batch.Finished = pos, finished
 		// Finish the commit even if a second Ctrl-C arrives meanwhile.
@@ -188,9 +197,13 @@ func ingestFile(ctx context.Context, l *ledger.Ledger, path string, opts Options
 		if opts.OnBatch != nil {
 			opts.OnBatch(path, inBatch, res, len(batch.Bad))
 		}
+		// Cleared, not just cut: a smaller next batch would otherwise keep
+		// this one's conversations reachable from the tail of the array.
+		clear(batch.Kept)
+		clear(batch.Bad)
 		batch.Kept, batch.Bad = batch.Kept[:0], batch.Bad[:0]
 		batch.Drops = map[string]int64{}
-		inBatch = 0
+		inBatch, batchBytes = 0, 0
 		return nil
 	}
 	for {
@@ -229,8 +242,9 @@ func ingestFile(ctx context.Context, l *ledger.Ledger, path string, opts Options
 				}
 			}
 			batch.Kept = append(batch.Kept, rec.Conv)
+			batchBytes += rec.Conv.Size()
 		}
-		if inBatch >= int64(opts.BatchSize) {
+		if inBatch >= int64(opts.BatchSize) || batchBytes >= opts.BatchBytes {
 			if err := commit(false); err != nil {
 				return fs, err
 			}

@@ -157,7 +157,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 		}
 		return l, nil
 	}
-	if err := l.migrate(ctx); err != nil {
+	// Finished even if the command is cancelled meanwhile (a second Ctrl-C
+	// just after start): the schema takes milliseconds, and a half-made one
+	// would leave readers a run file without its tables.
+	if err := l.migrate(context.WithoutCancel(ctx)); err != nil {
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
 	}

@@ -56,6 +56,16 @@ type TaskResult struct {
 	Units    []UnitResult
 }
 
+// Size is about how many bytes the result holds: its units' outputs, raw
+// answers and errors.
+func (r *TaskResult) Size() int {
+	n := len(r.Error)
+	for _, u := range r.Units {
+		n += len(u.Output) + len(u.Raw) + len(u.Error)
+	}
+	return n
+}
+
 // CommitTasks stores finished tasks and their units in one transaction. A
 // task stored again replaces its earlier row and units, which is how a failed
 // task that is retried ends up done.

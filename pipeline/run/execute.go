@@ -158,6 +158,9 @@ func (p Plan) check() error {
 			return err
 		}
 	}
+	if err := p.shardable(); err != nil {
+		return err
+	}
 	if p.Judge != nil && len(p.Judge.Pairs) == 0 {
 		return errors.New("no pairs: pass --pairs A:B,... or give a config with stages.judge.pairs")
 	}

@@ -8,11 +8,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/shard"
+	"github.com/ac3/ac3/stages/curate"
 )
 
 // How a shard treats the endpoints' limits and the budget (run.shard_limits).
@@ -55,6 +58,33 @@ func (p Plan) forShard() (Plan, string) {
 		p.Report, p.Exports = nil, nil
 	}
 	return p, note
+}
+
+// shardable refuses a sharded plan with a step that reads the conversations
+// of the whole run together: a shard would read only its own, and the merged
+// run would then differ from a single run's. Such steps run on the merged
+// run instead (merge, then run the config with them unsharded).
+func (p Plan) shardable() error {
+	if !p.Shard.Enabled() {
+		return nil
+	}
+	const after = "leave it out of the shards' config and run it on the merged run ('ac3 merge', then 'ac3 run' without --shard)"
+	if p.CompInt != nil {
+		return fmt.Errorf("shard %s: compint stitches conversations of the whole run into long contexts, and a shard has only its own: %s", p.Shard, after)
+	}
+	if c := p.Curate; c != nil {
+		switch c.AC3.Memory {
+		case MemoryOnline:
+			return fmt.Errorf("shard %s: the online memory learns from every conversation of the run in order, and a shard has only its own: %s", p.Shard, after)
+		case MemoryOffline:
+			return fmt.Errorf("shard %s: the offline memory is learned from the whole run ('ac3 memory learn'), and a shard has only its own conversations: %s", p.Shard, after)
+		}
+		specs, _ := curate.ParseList(strings.Join(c.Strategies, ",")) // a bad list is check's to report
+		if c.AC3.Adaptive.Policy == curate.PolicyScored && slices.ContainsFunc(specs, func(sp curate.Spec) bool { return sp.Name == "adaptive" }) {
+			return fmt.Errorf("shard %s: the scored adaptive policy is fitted on the whole run ('ac3 policy fit'), and a shard has only its own conversations: %s", p.Shard, after)
+		}
+	}
+	return nil
 }
 
 // ValidShardLimits checks a run.shard_limits value ("" is the default).

@@ -1,10 +1,12 @@
 package run
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/shard"
+	"github.com/ac3/ac3/stages/curate"
 )
 
 func TestForShardDividesLimits(t *testing.T) {
@@ -47,6 +49,39 @@ func TestForShardDividesLimits(t *testing.T) {
 			}
 			if base.Model.Options.Endpoints[0].Limits.RPM != 600 || base.Model.BudgetUSD != 10 {
 				t.Fatal("forShard changed the plan it was given")
+			}
+		})
+	}
+}
+
+// A shard may not run a step that reads the whole run's conversations
+// together; the same plan unsharded is fine.
+func TestShardableRefusesWholeRunSteps(t *testing.T) {
+	sh := shard.Spec{Index: 0, Count: 2}
+	scored := curate.AdaptiveOptions{Policy: curate.PolicyScored}
+	for _, tc := range []struct {
+		name string
+		plan Plan
+		want string // in the error; "" for none
+	}{
+		{"plain curate", Plan{Curate: &Curate{Strategies: []string{"fc", "ao"}}}, ""},
+		{"compint", Plan{CompInt: &CompInt{}}, "compint stitches"},
+		{"online memory", Plan{Curate: &Curate{Strategies: []string{"fc"}, AC3: AC3{Memory: MemoryOnline}}}, "online memory"},
+		{"offline memory", Plan{Curate: &Curate{Strategies: []string{"fc"}, AC3: AC3{Memory: MemoryOffline}}}, "offline memory"},
+		{"scored adaptive", Plan{Curate: &Curate{Strategies: []string{"fc", "adaptive"}, AC3: AC3{Adaptive: scored}}}, "scored adaptive"},
+		{"scored policy, no adaptive", Plan{Curate: &Curate{Strategies: []string{"fc"}, AC3: AC3{Adaptive: scored}}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.plan.shardable(); err != nil {
+				t.Fatalf("unsharded: %v", err)
+			}
+			tc.plan.Shard = sh
+			err := tc.plan.shardable()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("sharded: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "merged run")):
+				t.Fatalf("sharded: %v, want an error saying %q and what to do", err, tc.want)
 			}
 		})
 	}
