@@ -13,10 +13,14 @@ type Pending struct {
 	Variants []Variant // in the order they were asked for
 }
 
+// decodeChunk is how many pending conversations EachPending decodes and
+// hands to fn at a time.
+const decodeChunk = 128
+
 // EachPending calls fn with the conversations, in seq order, that lack a
 // recorded task of stage for at least one of variants, a page of up to size
-// conversations examined per call (pages with nothing pending are skipped).
-// It covers every origin; View.EachPending plans one scope. It stops at the
+// conversations examined at a time and at most 128 pending ones passed per
+// call (pages with nothing pending are skipped). It covers every origin; View.EachPending plans one scope. It stops at the
 // first error fn returns.
 func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Variant, size int, fn func(page []Pending) error) error {
 	return l.In(AllOrigins).EachPending(ctx, stage, variants, size, fn)
@@ -24,8 +28,8 @@ func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Varia
 
 // EachPending calls fn with the view's conversations, in seq order, that
 // lack a recorded task of stage for at least one of variants, a page of up
-// to size conversations examined per call (pages with nothing pending are
-// skipped). It stops at the first error fn returns.
+// to size conversations examined at a time and at most 128 pending ones
+// passed per call (pages with nothing pending are skipped). It stops at the first error fn returns.
 //
 // It is the planner's scan: it reads each page's seqs and task keys first
 // and fetches and decodes only the pending conversations, so resuming a run
@@ -97,13 +101,21 @@ func (v View) EachPending(ctx context.Context, stage string, variants []Variant,
 				want = append(want, s)
 			}
 		}
-		if len(page) > 0 {
-			if err := l.readConvs(ctx, dec, want, lo, upto, func(i int, s Stored) { page[i].Stored = s }); err != nil {
+		// Decoded and handed over a chunk at a time: a decoded page is most
+		// of what a planner holds, and a page of long conversations made
+		// annotate's memory jump by a page's worth.
+		from := lo
+		for len(page) > 0 {
+			n := min(len(page), decodeChunk)
+			chunk, ws := page[:n], want[:n]
+			if err := l.readConvs(ctx, dec, ws, from, ws[n-1], func(i int, s Stored) { chunk[i].Stored = s }); err != nil {
 				return err
 			}
-			if err := fn(page); err != nil {
+			if err := fn(chunk); err != nil {
 				return callerError{err}
 			}
+			clear(chunk) // the caller keeps what it still needs
+			page, want, from = page[n:], want[n:], ws[n-1]
 		}
 		after = upto
 	}

@@ -230,6 +230,9 @@ func TestEachPending(t *testing.T) {
 					if len(page) == 0 {
 						t.Error("called with an empty page")
 					}
+					if len(page) > 128 {
+						t.Errorf("called with %d pending conversations at once, want at most 128 decoded at a time", len(page))
+					}
 					got = append(got, page...)
 					return nil
 				})
