@@ -37,11 +37,11 @@ const writerMemoryLimit = 112 << 20
 // conversations was 16% above the peak at ten thousand (107 MB against 92):
 // a long ingest collects thousands of times, and the worst of them sets the
 // peak.
-const ingestMemoryLimit = 72 << 20
+const ingestMemoryLimit = 64 << 20
 
 var memoryLimitFlag = &cli.StringFlag{
 	Name:    "memory-limit",
-	Usage:   "soft limit on the Go heap, e.g. 512MiB or 2GiB; 'off' for none. Default: 160MiB for the commands that read a run in pages (export, report, status, inspect, run --dry-run), 72MiB for ingest, 112MiB for the others; GOMEMLIMIT, when set, wins",
+	Usage:   "soft limit on the Go heap, e.g. 512MiB or 2GiB; 'off' for none. Default: 160MiB for the commands that read a run in pages (export, report, status, inspect, run --dry-run), 64MiB for ingest, 112MiB for the others; GOMEMLIMIT, when set, wins",
 	EnvVars: []string{"AC3_MEMORY_LIMIT"},
 }
 
