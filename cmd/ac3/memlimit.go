@@ -31,17 +31,17 @@ const readerMemoryLimit = 160 << 20
 // same CPU time.
 const writerMemoryLimit = 112 << 20
 
-// ingestMemoryLimit is ingest's: its working set is one commit batch (at
-// most 8 MiB of conversations) with the reader and encoder around it, about
-// 35 MB live. Left to the collector alone, its peak at a million
+// ingestMemoryLimit is ingest's: its working set is the input's
+// decompression window, the JSON reader and one commit batch (at most 8 MiB
+// of conversations), about 25 MB live. Left to the collector alone, its peak at a million
 // conversations was 16% above the peak at ten thousand (107 MB against 92):
 // a long ingest collects thousands of times, and the worst of them sets the
 // peak.
-const ingestMemoryLimit = 64 << 20
+const ingestMemoryLimit = 56 << 20
 
 var memoryLimitFlag = &cli.StringFlag{
 	Name:    "memory-limit",
-	Usage:   "soft limit on the Go heap, e.g. 512MiB or 2GiB; 'off' for none. Default: 160MiB for the commands that read a run in pages (export, report, status, inspect, run --dry-run), 64MiB for ingest, 112MiB for the others; GOMEMLIMIT, when set, wins",
+	Usage:   "soft limit on the Go heap, e.g. 512MiB or 2GiB; 'off' for none. Default: 160MiB for the commands that read a run in pages (export, report, status, inspect, run --dry-run), 56MiB for ingest, 112MiB for the others; GOMEMLIMIT, when set, wins",
 	EnvVars: []string{"AC3_MEMORY_LIMIT"},
 }
 
