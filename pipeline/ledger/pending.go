@@ -20,8 +20,8 @@ const decodeChunk = 128
 // EachPending calls fn with the conversations, in seq order, that lack a
 // recorded task of stage for at least one of variants, a page of up to size
 // conversations examined at a time and at most 128 pending ones passed per
-// call (pages with nothing pending are skipped). It covers every origin; View.EachPending plans one scope. It stops at the
-// first error fn returns.
+// call (pages with nothing pending are skipped). It covers every origin;
+// View.EachPending plans one scope. It stops at the first error fn returns.
 func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Variant, size int, fn func(page []Pending) error) error {
 	return l.In(AllOrigins).EachPending(ctx, stage, variants, size, fn)
 }
@@ -29,7 +29,8 @@ func (l *Ledger) EachPending(ctx context.Context, stage string, variants []Varia
 // EachPending calls fn with the view's conversations, in seq order, that
 // lack a recorded task of stage for at least one of variants, a page of up
 // to size conversations examined at a time and at most 128 pending ones
-// passed per call (pages with nothing pending are skipped). It stops at the first error fn returns.
+// passed per call (pages with nothing pending are skipped). It stops at the
+// first error fn returns.
 //
 // It is the planner's scan: it reads each page's seqs and task keys first
 // and fetches and decodes only the pending conversations, so resuming a run
