@@ -37,8 +37,8 @@ func TestParseMemoryLimit(t *testing.T) {
 	}
 }
 
-// Writers and readers get their default limits, a limit on the command line holds
-// for every command, and GOMEMLIMIT wins over both.
+// Writers and readers get their default limits, a limit on the command
+// line holds for every command, and GOMEMLIMIT wins over both.
 func TestMemoryLimitApplied(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "run.db")
