@@ -51,6 +51,7 @@ var allowed = map[string][]string{
 	"pipeline/progress":    {},
 	"pipeline/synth":       {},
 	"pipeline/shard":       {},
+	"pipeline/memgov":      {},
 	"migrations":           {},
 	"io/atomicfile":        {},
 	"io/compress":          {},
@@ -127,7 +128,7 @@ var allowed = map[string][]string{
 	// reads the domain packages only for their names and lists (strategies,
 	// formats, dimensions) and for the read-only commands (status,
 	// inspect, memory show).
-	"cmd/ac3": with(engine, stages, "io/detect", "io/record", "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/run", "pipeline/run/config", "pipeline/shard"),
+	"cmd/ac3": with(engine, stages, "io/detect", "io/record", "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/run", "pipeline/run/config", "pipeline/shard", "pipeline/memgov"),
 }
 
 // external lists the third-party modules and who may import them, so heavy

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/memgov"
 	"github.com/ac3/ac3/pipeline/run"
 )
 
@@ -25,6 +27,10 @@ type env struct {
 	// setMemoryLimit sets the process's soft memory limit; nil in tests,
 	// which share one process.
 	setMemoryLimit func(int64)
+	// governInterval is how often the memory governor samples the process;
+	// 0 (tests) applies its ceilings but never starts it.
+	governInterval time.Duration
+	memory         *memgov.Governor // nil when a fixed limit (or none) applies
 }
 
 // The exit statuses, as the manual states them.
@@ -68,9 +74,10 @@ func newApp(e *env) *cli.App {
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
 		Flags:                []cli.Flag{memoryLimitFlag},
-		// A limit given on the command line holds for every command; the
-		// readers replace this default with their own (applyMemoryLimit).
-		Before: func(c *cli.Context) error { return applyMemoryLimit(c, e, writerMemoryLimit) },
+		// A limit given on the command line holds for every command; by
+		// default the governor starts under the writers' ceiling, which the
+		// readers and ingest replace with their own (memoryCeiling).
+		Before: func(c *cli.Context) error { return startMemoryLimit(c, e) },
 		// In the order a run uses them, then the tools around runs.
 		Commands: []*cli.Command{
 			ingestCommand(e),

@@ -26,9 +26,7 @@ func exportCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "prompt-strategy", Usage: "preferences, winners: curate strategy whose context is the prompt (default: the one the chosen answer was generated from)"},
 		},
 		Action: func(c *cli.Context) error {
-			if err := applyMemoryLimit(c, e, readerMemoryLimit); err != nil {
-				return err
-			}
+			memoryCeiling(e, readerMemoryLimit)
 			po := export.PreferenceOptions{Dimension: c.String("dimension"), IncludeInconsistent: c.Bool("include-inconsistent"), PromptStrategy: c.String("prompt-strategy")}
 			if !slices.Contains(export.Dimensions(), po.Dimension) {
 				return fmt.Errorf("--dimension %q: want %s", po.Dimension, strings.Join(export.Dimensions(), ", "))

@@ -52,9 +52,7 @@ func ingestCommand(e *env) *cli.Command {
 		Description: run.IngestHelp(),
 		Flags:       append(append([]cli.Flag{dbFlag}, filterFlags()...), shardFlags()...),
 		Action: func(c *cli.Context) error {
-			if err := applyMemoryLimit(c, e, ingestMemoryLimit); err != nil {
-				return err
-			}
+			memoryCeiling(e, ingestMemoryLimit)
 			plan := run.Plan{DB: c.String("db"), Ingest: &run.Ingest{
 				Files: c.Args().Slice(), Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c),
 			}}

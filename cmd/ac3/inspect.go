@@ -24,9 +24,7 @@ func inspectCommand(e *env) *cli.Command {
 			&cli.IntFlag{Name: "width", Usage: "output width (default: the terminal's, else 160)"},
 		},
 		Action: func(c *cli.Context) error {
-			if err := applyMemoryLimit(c, e, readerMemoryLimit); err != nil {
-				return err
-			}
+			memoryCeiling(e, readerMemoryLimit)
 			l, err := openRun(c, true)
 			if err != nil {
 				return err

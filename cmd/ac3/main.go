@@ -30,7 +30,7 @@ func main() {
 		<-sigs
 		os.Exit(exitStopped)
 	}()
-	app := newApp(&env{stop: stop, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, setMemoryLimit: setSoftLimit})
+	app := newApp(&env{stop: stop, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, setMemoryLimit: setSoftLimit, governInterval: governInterval})
 	err := app.RunContext(ctx, os.Args)
 	var es *exitStatus
 	if err != nil && (!errors.As(err, &es) || es.err != nil) {

@@ -5,66 +5,83 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ac3/ac3/pipeline/memgov"
 )
 
-// The commands that read a run in pages (export, report, status, inspect,
-// the dry run) have a working set that does not depend on the run's size:
-// one page of conversations and one Parquet row group. Their peak RSS still
-// crept up with the run's length, because the collector lets the heap grow
-// to twice what was live at its last cycle, and over thousands of cycles
-// one lands at the worst moment (a row group being encoded while the next
-// page is decoded). A soft limit a little above the working set caps that
-// slack; above it the runtime only collects more often (at most half the
-// CPU), it never fails. 160 MiB sits just above the conversation and
-// curated exports' working sets; it is far above the annotations export's,
-// which it therefore does not hold flat (issue 9).
+// By default each command's soft limit is governed (pipeline/memgov): for
+// its first seconds the heap may grow up to a ceiling, then the limit is
+// held at the footprint the command reached, and raised a step at a time
+// only when the collector's share of the CPU climbs. Without it a long
+// command's peak crept up with the run's length, because the collector lets
+// the heap grow to twice what was live at its last cycle and, over
+// thousands of cycles, one lands at the worst moment. A soft limit never
+// fails: above it the runtime only collects more often.
+//
+// The ceilings are the per-command working sets measured at ten thousand
+// conversations. readerMemoryLimit is that of the commands that read a run
+// in pages (export, report, status, inspect, the dry run): one page of
+// conversations and one Parquet row group; the conversation and curated
+// exports reach about 150 MiB.
 const readerMemoryLimit = 160 << 20
 
-// writerMemoryLimit is every other command's default. The writers' working
-// sets are bounded too (a page of conversations, a commit batch bounded by
-// count and bytes, the tokenizer's tables: curating ten thousand
-// conversations with six strategies peaks at about 100 MiB of Go memory
-// with half of it live), and without a limit the same slack made curate's
-// peak 12% higher at a million conversations than at ten thousand.
-// Measured on curate at 10k: 9% more collections under this limit, the
-// same CPU time.
+// writerMemoryLimit is every other command's: a page of conversations, a
+// commit batch bounded by count and bytes, the tokenizer's tables. Curating
+// ten thousand conversations with six strategies peaks at about 100 MiB of
+// Go memory with half of it live.
 const writerMemoryLimit = 112 << 20
 
-// ingestMemoryLimit is ingest's: its working set is the input's
-// decompression window, the JSON reader and one commit batch (at most 8
-// MiB of conversations), about 25 MB live. Left to the collector alone, its
-// peak at a million conversations was 16% above the peak at ten thousand
-// (107 MB against 92): a long ingest collects thousands of times, and the
-// worst of them sets the peak.
+// ingestMemoryLimit is ingest's: the input's decompression window, the JSON
+// reader and one commit batch (at most 8 MiB of conversations), about 25 MB
+// live.
 const ingestMemoryLimit = 56 << 20
+
+// governInterval is how often the governor samples the process.
+const governInterval = time.Second
 
 var memoryLimitFlag = &cli.StringFlag{
 	Name:    "memory-limit",
-	Usage:   "soft limit on the Go heap, e.g. 512MiB or 2GiB; 'off' for none. Default: 160MiB for the commands that read a run in pages (export, report, status, inspect, run --dry-run), 56MiB for ingest, 112MiB for the others; GOMEMLIMIT, when set, wins",
+	Usage:   "soft limit on the Go heap, e.g. 512MiB or 2GiB, held for the whole command; 'off' for none. Default: governed, i.e. held near what the command needed in its first seconds and raised when the collector starts to cost CPU, never above 160MiB for the commands that read a run in pages (export, report, status, inspect, run --dry-run), 56MiB for ingest, 112MiB for the others; GOMEMLIMIT, when set, wins",
 	EnvVars: []string{"AC3_MEMORY_LIMIT"},
 }
 
-// applyMemoryLimit sets the process's soft memory limit from --memory-limit,
-// or def (bytes; 0 for none) when the flag is not given. GOMEMLIMIT in the
-// environment is the Go runtime's own setting and is left alone.
-func applyMemoryLimit(c *cli.Context, e *env, def int64) error {
+// startMemoryLimit applies --memory-limit for every command, or starts the
+// governor under the writers' ceiling when the flag is not given.
+// GOMEMLIMIT in the environment is the Go runtime's own setting and is left
+// alone.
+func startMemoryLimit(c *cli.Context, e *env) error {
 	if e.getenv("GOMEMLIMIT") != "" {
 		return nil
 	}
-	limit := def
 	if v := c.String(memoryLimitFlag.Name); v != "" {
 		n, err := parseMemoryLimit(v)
 		if err != nil {
 			return fmt.Errorf("--memory-limit %q: %w", v, err)
 		}
-		limit = n
+		if n > 0 && e.setMemoryLimit != nil {
+			e.setMemoryLimit(n)
+		}
+		return nil
 	}
-	if limit > 0 && e.setMemoryLimit != nil {
-		e.setMemoryLimit(limit)
+	if e.setMemoryLimit == nil {
+		return nil
+	}
+	e.memory = memgov.New(memgov.DefaultPolicy(writerMemoryLimit), e.setMemoryLimit)
+	if e.governInterval > 0 {
+		go e.memory.Run(c.Context, e.governInterval)
 	}
 	return nil
+}
+
+// memoryCeiling replaces the governor's ceiling with a command's own; a
+// limit given on the command line stays as it is.
+func memoryCeiling(e *env, n int64) {
+	if e.memory != nil {
+		e.memory.SetCeiling(n)
+	}
 }
 
 // setSoftLimit is env.setMemoryLimit in the real program.

@@ -51,11 +51,12 @@ func TestMemoryLimitApplied(t *testing.T) {
 	}{
 		{"export default", nil, []string{"export", "--db", db, "--what", "conversations", "--format", "jsonl", "--out", filepath.Join(dir, "c.jsonl")}, []int64{writerMemoryLimit, readerMemoryLimit}},
 		{"status default", nil, []string{"status", "--db", db}, []int64{writerMemoryLimit, readerMemoryLimit}},
-		{"flag", nil, []string{"--memory-limit", "1GiB", "status", "--db", db}, []int64{1 << 30, 1 << 30}},
+		{"flag", nil, []string{"--memory-limit", "1GiB", "status", "--db", db}, []int64{1 << 30}},
 		{"off", nil, []string{"--memory-limit", "off", "status", "--db", db}, nil},
 		{"ingest default", nil, []string{"ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{writerMemoryLimit, ingestMemoryLimit}},
 		{"writer default", nil, []string{"curate", "--db", db, "--strategies", "fc"}, []int64{writerMemoryLimit}},
 		{"writer with flag", nil, []string{"--memory-limit", "2GiB", "curate", "--db", db, "--strategies", "fc"}, []int64{2 << 30}},
+		{"ingest with flag", nil, []string{"--memory-limit", "300MiB", "ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{300 << 20}},
 		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, []string{"--memory-limit", "2GiB", "status", "--db", db}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,9 +23,7 @@ func reportCommand(e *env) *cli.Command {
 			&cli.Float64Flag{Name: "level", Usage: "confidence level (default 0.95)"},
 		},
 		Action: func(c *cli.Context) error {
-			if err := applyMemoryLimit(c, e, readerMemoryLimit); err != nil {
-				return err
-			}
+			memoryCeiling(e, readerMemoryLimit)
 			rp := run.Report{Out: c.String("out"), Formats: splitList(c.StringSlice("formats")), SeedFromRun: !c.IsSet("seed"),
 				Options: report.Options{Resamples: c.Int("resamples"), Level: c.Float64("level"), Seed: c.Uint64("seed")}}
 			return execute(c, e, run.Plan{DB: c.String("db"), Report: &rp}, runOptions(e))

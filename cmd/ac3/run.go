@@ -46,9 +46,7 @@ func runCommand(e *env) *cli.Command {
 				return err
 			}
 			if c.Bool("dry-run") {
-				if err := applyMemoryLimit(c, e, readerMemoryLimit); err != nil {
-					return err
-				}
+				memoryCeiling(e, readerMemoryLimit)
 				return dryRun(c, e, plan, notes)
 			}
 			for _, n := range notes {

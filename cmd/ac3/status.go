@@ -21,9 +21,7 @@ func statusCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Action: func(c *cli.Context) error {
-			if err := applyMemoryLimit(c, e, readerMemoryLimit); err != nil {
-				return err
-			}
+			memoryCeiling(e, readerMemoryLimit)
 			l, err := openRun(c, true)
 			if err != nil {
 				return err
