@@ -69,6 +69,10 @@ func DefaultPolicy(ceiling int64) Policy {
 	}
 }
 
+// maxBaseline caps the warm-up's collector share that a later window is
+// compared with.
+const maxBaseline = 0.25
+
 // Governor turns samples into limits and applies them. It reads no clock
 // and no runtime state itself (Run does), so tests drive it with samples.
 // Its methods are safe to call from several goroutines.
@@ -136,7 +140,10 @@ func (g *Governor) observe(s Sample) {
 		}
 		g.capped = true
 		if cpu := s.CPU - g.start.CPU; cpu > 0 {
-			g.baseline = (s.GCCPU - g.start.GCCPU) / cpu
+			// A start-up that allocated heavily (tables being built) must
+			// not set the bar so high that a starved collector, which the
+			// runtime lets take up to half the CPU, never clears it.
+			g.baseline = min((s.GCCPU-g.start.GCCPU)/cpu, maxBaseline)
 		}
 		g.limit = g.clamp(g.peak)
 		g.window = s

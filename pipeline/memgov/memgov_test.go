@@ -47,6 +47,12 @@ func TestGovernor(t *testing.T) {
 				s(16, 100, 33, 1.8, 16), // 2 s, 10%: stay
 			},
 			[]int64{200, 80, 100}},
+		{"a heavy start-up does not hide a starved collector", 0,
+			[]memgov.Sample{
+				s(0, 40, 0, 0, 0), s(10, 80, 5, 4.5, 10), // warm-up share 45%, counted as 25%
+				s(12, 80, 30, 5.3, 12), // 2 s, 40%: raise
+			},
+			[]int64{200, 80, 100}},
 		{"never above the ceiling", 0,
 			[]memgov.Sample{
 				s(0, 150, 0, 0, 0), s(10, 180, 5, 0.5, 10),
