@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -74,8 +76,26 @@ func dryRun(c *cli.Context, e *env, plan run.Plan, notes []string) error {
 	if err != nil {
 		return err
 	}
-	fc, err := run.Estimate(c.Context, plan)
+	// A dry run writes nothing, so the first Ctrl-C ends it at once.
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	select {
+	case <-e.stop:
+		cancel()
+	default:
+	}
+	go func() {
+		select {
+		case <-e.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	fc, err := run.Estimate(ctx, plan)
 	if err != nil {
+		if ctx.Err() != nil && c.Context.Err() == nil {
+			return &exitStatus{code: exitStopped, err: errors.New("dry run stopped before its estimate was complete")}
+		}
 		return err
 	}
 	fc.Notes = append(notes, fc.Notes...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -351,5 +352,20 @@ func TestDryRunOfAShard(t *testing.T) {
 	}
 	if whole == 0 || sum != whole {
 		t.Errorf("shards forecast %d conversations in all, the whole run %d", sum, whole)
+	}
+}
+
+// A dry run writes nothing, so a Ctrl-C ends it at once with the stopped
+// status rather than after the whole estimate.
+func TestDryRunStopsAtCtrlC(t *testing.T) {
+	cfg := e2eConfig(t, t.TempDir(), "5")
+	stop := make(chan struct{})
+	close(stop)
+	var out bytes.Buffer
+	app := newApp(&env{stop: stop, stdout: &out, stderr: &out, getenv: func(string) string { return "" }})
+	err := app.RunContext(context.Background(), []string{"ac3", "run", "--config", cfg, "--dry-run"})
+	var es *exitStatus
+	if !errors.As(err, &es) || es.code != exitStopped {
+		t.Fatalf("dry run after Ctrl-C: %v, want exit status %d\n%s", err, exitStopped, out.String())
 	}
 }
