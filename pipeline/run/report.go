@@ -38,7 +38,12 @@ func (r *runner) report(ctx context.Context) (bool, error) {
 	if rp == nil {
 		return true, nil
 	}
+	if r.stopped() {
+		return false, nil
+	}
 	r.heading("report (%s)", rp.Out)
+	ctx, cancel := r.untilStop(ctx)
+	defer cancel()
 	opts := rp.Options
 	if rp.SeedFromRun {
 		var err error
@@ -48,6 +53,9 @@ func (r *runner) report(ctx context.Context) (bool, error) {
 	}
 	rep, err := report.Build(ctx, r.l, opts)
 	if err != nil {
+		if r.stopped() {
+			return false, nil
+		}
 		return false, fmt.Errorf("building report: %w", err)
 	}
 	paths, err := report.Write(rp.Out, rep, rp.Formats)
@@ -62,7 +70,12 @@ func (r *runner) report(ctx context.Context) (bool, error) {
 }
 
 func (r *runner) exports(ctx context.Context) (bool, error) {
+	ctx, cancel := r.untilStop(ctx)
+	defer cancel()
 	for _, x := range r.plan.Exports {
+		if r.stopped() {
+			return false, nil
+		}
 		r.heading("export %s (%s)", x.What, x.Format)
 		f, err := ExportFormat(x.What, x.Format)
 		if err != nil {
@@ -70,6 +83,9 @@ func (r *runner) exports(ctx context.Context) (bool, error) {
 		}
 		st, err := export.Write(ctx, r.l, x.What, f, x.Out, x.Preferences)
 		if err != nil {
+			if r.stopped() {
+				return false, nil // the partial file is removed
+			}
 			return false, err
 		}
 		r.logf("wrote %d %s rows to %s\n", st.Rows, x.What, x.Out)
@@ -79,4 +95,23 @@ func (r *runner) exports(ctx context.Context) (bool, error) {
 		r.res.Exports = append(r.res.Exports, Exported{What: x.What, Out: x.Out, Rows: st.Rows, Skipped: st.Skipped})
 	}
 	return true, nil
+}
+
+// untilStop returns a context that also ends when the run is asked to stop.
+// The report and the exports record nothing in the run, so they have no
+// work in flight to finish: a Ctrl-C ends them at once (their files are
+// written whole or not at all) instead of after minutes of a large export.
+func (r *runner) untilStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if r.opts.Stop == nil {
+		return ctx, cancel
+	}
+	go func() {
+		select {
+		case <-r.opts.Stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

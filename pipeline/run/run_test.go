@@ -249,3 +249,37 @@ func TestEstimateSeesTheStagesThePlanRunsFirst(t *testing.T) {
 		}
 	}
 }
+
+// The report and the exports record nothing in the run, so a stop ends
+// them at once: the result says stopped and no export file is left behind.
+func TestStopEndsReportAndExportsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	plan := modelFree(dir)
+	exports := plan.Exports
+	plan.Exports = nil
+	if _, err := run.Execute(ctx(t), plan, run.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	for _, tc := range []struct {
+		name string
+		plan run.Plan
+	}{
+		{"exports", run.Plan{DB: plan.DB, Exports: exports}},
+		{"report", run.Plan{DB: plan.DB, Report: &run.Report{Out: filepath.Join(dir, "report"), Formats: []string{"json"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := run.Execute(ctx(t), tc.plan, run.Options{Stop: stop})
+			if err != nil || !res.Stopped {
+				t.Fatalf("stopped %v, error %v; want stopped", res.Stopped, err)
+			}
+			if len(res.Exports) != 0 || len(res.Reports) != 0 {
+				t.Errorf("wrote %+v %v after the stop", res.Exports, res.Reports)
+			}
+		})
+	}
+	if _, err := os.Stat(exports[0].Out); !os.IsNotExist(err) {
+		t.Errorf("export file after a stop: %v", err)
+	}
+}
