@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
@@ -76,27 +74,11 @@ func dryRun(c *cli.Context, e *env, plan run.Plan, notes []string) error {
 	if err != nil {
 		return err
 	}
-	// A dry run writes nothing, so the first Ctrl-C ends it at once.
-	ctx, cancel := context.WithCancel(c.Context)
+	ctx, cancel := untilStop(c, e)
 	defer cancel()
-	select {
-	case <-e.stop:
-		cancel()
-	default:
-	}
-	go func() {
-		select {
-		case <-e.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	fc, err := run.Estimate(ctx, plan)
 	if err != nil {
-		if ctx.Err() != nil && c.Context.Err() == nil {
-			return &exitStatus{code: exitStopped, err: errors.New("dry run stopped before its estimate was complete")}
-		}
-		return err
+		return stoppedOr(ctx, c, err)
 	}
 	fc.Notes = append(notes, fc.Notes...)
 	if c.Bool("json") {

@@ -369,3 +369,18 @@ func TestDryRunStopsAtCtrlC(t *testing.T) {
 		t.Fatalf("dry run after Ctrl-C: %v, want exit status %d\n%s", err, exitStopped, out.String())
 	}
 }
+
+// status writes nothing either: a Ctrl-C before it ends stops it.
+func TestStatusStopsAtCtrlC(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "run.db")
+	mustRun(t, "ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl"))
+	stop := make(chan struct{})
+	close(stop)
+	var out bytes.Buffer
+	app := newApp(&env{stop: stop, stdout: &out, stderr: &out, getenv: func(string) string { return "" }})
+	err := app.RunContext(context.Background(), []string{"ac3", "status", "--db", db})
+	var es *exitStatus
+	if !errors.As(err, &es) || es.code != exitStopped {
+		t.Fatalf("status after Ctrl-C: %v, want exit status %d\n%s", err, exitStopped, out.String())
+	}
+}

@@ -27,13 +27,15 @@ func statusCommand(e *env) *cli.Command {
 				return err
 			}
 			defer l.Close()
-			st, err := l.Status(c.Context)
+			ctx, cancel := untilStop(c, e)
+			defer cancel()
+			st, err := l.Status(ctx)
 			if err != nil {
-				return err
+				return stoppedOr(ctx, c, err)
 			}
-			tts, err := run.RunTurnTypes(c.Context, l)
+			tts, err := run.RunTurnTypes(ctx, l)
 			if err != nil {
-				return err
+				return stoppedOr(ctx, c, err)
 			}
 			if c.Bool("json") {
 				enc := json.NewEncoder(e.stdout)
