@@ -216,28 +216,7 @@ func errorLine(err error) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
-// untilStop is the context of a command that writes nothing to the run
-// (the dry run, status): with no work in flight to finish, the first
-// Ctrl-C ends it at once.
-func untilStop(c *cli.Context, e *env) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(c.Context)
-	select {
-	case <-e.stop:
-		cancel()
-		return ctx, cancel
-	default:
-	}
-	go func() {
-		select {
-		case <-e.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
-}
-
-// stoppedOr turns the error of a command cut short by untilStop's Ctrl-C
+// stoppedOr turns the error of a command cut short by run.UntilStop's Ctrl-C
 // into the stopped status; any other error is returned as it is.
 func stoppedOr(ctx context.Context, c *cli.Context, err error) error {
 	if ctx.Err() != nil && c.Context.Err() == nil {

@@ -74,7 +74,7 @@ func dryRun(c *cli.Context, e *env, plan run.Plan, notes []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := untilStop(c, e)
+	ctx, cancel := run.UntilStop(c.Context, e.stop)
 	defer cancel()
 	fc, err := run.Estimate(ctx, plan)
 	if err != nil {

@@ -27,7 +27,7 @@ func statusCommand(e *env) *cli.Command {
 				return err
 			}
 			defer l.Close()
-			ctx, cancel := untilStop(c, e)
+			ctx, cancel := run.UntilStop(c.Context, e.stop)
 			defer cancel()
 			st, err := l.Status(ctx)
 			if err != nil {

@@ -42,7 +42,7 @@ func (r *runner) report(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	r.heading("report (%s)", rp.Out)
-	ctx, cancel := r.untilStop(ctx)
+	ctx, cancel := UntilStop(ctx, r.opts.Stop)
 	defer cancel()
 	opts := rp.Options
 	if rp.SeedFromRun {
@@ -70,7 +70,7 @@ func (r *runner) report(ctx context.Context) (bool, error) {
 }
 
 func (r *runner) exports(ctx context.Context) (bool, error) {
-	ctx, cancel := r.untilStop(ctx)
+	ctx, cancel := UntilStop(ctx, r.opts.Stop)
 	defer cancel()
 	for _, x := range r.plan.Exports {
 		if r.stopped() {
@@ -97,21 +97,27 @@ func (r *runner) exports(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// untilStop returns a context that also ends when the run is asked to stop.
-// The report and the exports record nothing in the run, so they have no
-// work in flight to finish: a Ctrl-C ends them at once (their files are
-// written whole or not at all) instead of after minutes of a large export.
-func (r *runner) untilStop(ctx context.Context) (context.Context, context.CancelFunc) {
+// UntilStop returns a context that also ends when stop closes (at once if
+// it is closed already). The report, the exports, status and the dry run
+// record nothing in the run, so they have no work in flight to finish: a
+// Ctrl-C ends them at once (export files are written whole or not at all)
+// instead of after minutes of a large export.
+func UntilStop(ctx context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	if r.opts.Stop == nil {
+	if stop == nil {
 		return ctx, cancel
 	}
 	go func() {
 		select {
-		case <-r.opts.Stop:
+		case <-stop:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
+	select {
+	case <-stop:
+		cancel() // closed already: ended before the caller's first call
+	default:
+	}
 	return ctx, cancel
 }
