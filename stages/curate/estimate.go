@@ -51,6 +51,7 @@ type forecaster interface {
 // f, so respond can tell which strategies give the same context.
 func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
 	tc := NewTokenCache(t.Conv, s.counter)
+	tc.words = s.fillerWords()
 	fcs, err := FullContext{}.Contexts(ctx, t.Conv, s.from, tc)
 	if err != nil {
 		return nil, err
@@ -94,6 +95,7 @@ func (s *OnlineStage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline
 		return nil, err
 	}
 	tc := NewTokenCache(t.Conv, s.counter)
+	tc.words = s.fillerWords()
 	fcs, err := FullContext{}.Contexts(ctx, t.Conv, s.mem.from, tc)
 	if err != nil {
 		return nil, err

@@ -519,8 +519,7 @@ func (s *OnlineStage) Chain(ctx context.Context, t pipeline.Task) (func(context.
 	if !uses {
 		return func(ctx context.Context) ([]pipeline.Result, error) { return s.Stage.Process(ctx, t) }, nil
 	}
-	tc := NewTokenCache(t.Conv, s.counter)
-	tc.SetRetry(t.Retry)
+	tc := s.tokenCache(t)
 	m, err := s.mem.Before(ctx, t.Seq, t.Conv, tc)
 	if err != nil {
 		return nil, fmt.Errorf("curating %s: %w", t.Conv.ID, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/tokens"
@@ -26,6 +27,10 @@ type Stage struct {
 	// learnedUpTo is the offline cheatsheet's learning split (seq <= it),
 	// which the strategies using it leave out; 0 for none.
 	learnedUpTo int64
+	// fillerWords is the filler strategy's per-word token table for
+	// counter's encoding, built on first use and shared by every
+	// conversation.
+	fillerWords func() *fillerWords
 }
 
 // NewStage returns the stage for strategies, counting tokens with counter and
@@ -35,6 +40,7 @@ func NewStage(strategies []Strategy, counter *tokens.Counter, from int) *Stage {
 		from = DefaultFrom
 	}
 	s := &Stage{byName: map[string]Strategy{}, order: strategies, counter: counter, from: from}
+	s.fillerWords = sync.OnceValue(func() *fillerWords { return newFillerWords(counter) })
 	for _, st := range strategies {
 		s.byName[st.Name()] = st
 	}
@@ -107,9 +113,17 @@ func analyzerOf(st Strategy) *analyze.Analyzer {
 
 // Process implements pipeline.Stage.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
+	tc := s.tokenCache(t)
+	return s.processWith(ctx, t, tc)
+}
+
+// tokenCache returns a new token cache for t's conversation that shares the
+// stage's filler table.
+func (s *Stage) tokenCache(t pipeline.Task) *TokenCache {
 	tc := NewTokenCache(t.Conv, s.counter)
 	tc.SetRetry(t.Retry)
-	return s.processWith(ctx, t, tc)
+	tc.words = s.fillerWords()
+	return tc
 }
 
 // processWith curates every variant of t with a prepared token cache (the

@@ -2,8 +2,6 @@ package curate
 
 import (
 	"context"
-	"hash/fnv"
-	"strconv"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
@@ -108,29 +106,15 @@ func sign(x int) int {
 }
 
 // fillerText returns the first words words of the filler stream for message
-// i of conversation id. The stream picks sentences from fillerSentences with
-// a splitmix64 generator seeded by an FNV-1a hash of the id and index; both
-// are fixed algorithms, so the text never depends on the Go version.
+// i of conversation id: the sentences fillerStream picks, cut after words
+// words.
 func fillerText(id string, i, words int) string {
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	h.Write([]byte{0})
-	h.Write(strconv.AppendInt(nil, int64(i), 10))
-	state := h.Sum64()
-
 	var b strings.Builder
-	prev := -1
-	for n := 0; n < words; {
-		state += 0x9e3779b97f4a7c15
-		z := state
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		z ^= z >> 31
-		k := int(z % uint64(len(fillerSentences)))
-		if k == prev { // avoid saying the same thing twice in a row
-			k = (k + 1) % len(fillerSentences)
+	n := 0
+	for k := range fillerStream(id, i) {
+		if n >= words {
+			break
 		}
-		prev = k
 		for w := range strings.FieldsSeq(fillerSentences[k]) {
 			if n == words {
 				break

@@ -25,6 +25,9 @@ type TokenCache struct {
 	// prefix holds, per message, one tokenization of a long stretch of its
 	// filler stream, from which fillPrefix counts shorter cuts.
 	prefix map[int]*fillerTokens
+	// words, when set, counts filler cuts from per-word counts (shared by
+	// every conversation of a stage) instead of tokenizing them.
+	words *fillerWords
 
 	// Per-conversation work that model-backed strategies share: one AC3
 	// analysis per turn serves every operator, one summary per reply serves
@@ -119,8 +122,12 @@ func (tc *TokenCache) fill(i, words int) int {
 	if tc.filler == nil {
 		tc.filler = map[[2]int]int{}
 	}
-	n, ok := tc.fillPrefix(i, words)
-	if !ok {
+	var n int
+	if tc.words != nil {
+		n = tc.words.count(tc.c.ID, i, words)
+	} else if m, ok := tc.fillPrefix(i, words); ok {
+		n = m
+	} else {
 		n = tc.counter.Count(fillerText(tc.c.ID, i, words))
 	}
 	tc.filler[k] = n
