@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/stages/curate"
 )
@@ -117,6 +118,44 @@ func BenchmarkCurate(b *testing.B) {
 		}
 	}
 	reportRates(b, input, cpu0)
+}
+
+// BenchmarkStageFiller curates the filler diagnostic through the stage, as a
+// run does, so filler cuts are counted from the stage's per-word table; the
+// PerConversationCache variant gives each conversation a bare token cache,
+// which tokenizes the cuts (the path before the table).
+func BenchmarkStageFiller(b *testing.B) {
+	convs := synthConversations(50)
+	input := benchInputTokens(b, convs)
+	ss, err := curate.Resolve("filler", curate.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cnt := counter(b)
+	ctx := context.Background()
+	b.Run("stage", func(b *testing.B) {
+		st := curate.NewStage(ss, cnt, curate.DefaultFrom)
+		cpu0 := cpuTime()
+		for b.Loop() {
+			for _, c := range convs {
+				if _, err := st.Process(ctx, pipeline.Task{Conv: c, Variants: st.Variants()}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		reportRates(b, input, cpu0)
+	})
+	b.Run("PerConversationCache", func(b *testing.B) {
+		cpu0 := cpuTime()
+		for b.Loop() {
+			for _, c := range convs {
+				if _, err := ss[0].Contexts(ctx, c, curate.DefaultFrom, curate.NewTokenCache(c, cnt)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		reportRates(b, input, cpu0)
+	})
 }
 
 // BenchmarkTokenizerAlone tokenizes the same text once, the floor any
