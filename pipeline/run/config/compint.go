@@ -1,10 +1,7 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/ac3/ac3/pipeline/run"
 )
@@ -34,8 +31,8 @@ func (c *File) CompInt() (*run.CompInt, error) {
 		return nil, nil
 	}
 	var x compintConfig
-	if err := strictDecode(n, &x); err != nil {
-		return nil, fmt.Errorf("reading stages.compint: %w", err)
+	if err := decode(&n, &x, "stages.compint"); err != nil {
+		return nil, err
 	}
 	switch {
 	case x.TargetTokens < 0:
@@ -48,16 +45,4 @@ func (c *File) CompInt() (*run.CompInt, error) {
 	return &run.CompInt{SCs: x.SCs, TargetTokens: x.TargetTokens, MaxContexts: x.MaxContexts, Locations: x.Locations,
 		Framings: x.Framings, Repeat: x.Repeat, Strategies: x.Strategies, Orders: x.Orders, JudgeRole: x.JudgeRole,
 		ProbeRole: x.ProbeRole, MinDenominator: x.MinDenominator, Encoding: x.Encoding, Parallel: x.Parallel}, nil
-}
-
-// strictDecode decodes n into v, refusing keys v does not have (a
-// yaml.Node's own Decode accepts them).
-func strictDecode(n yaml.Node, v any) error {
-	b, err := yaml.Marshal(&n)
-	if err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	return dec.Decode(v)
 }

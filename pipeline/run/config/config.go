@@ -8,7 +8,6 @@
 package config
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
@@ -68,13 +67,22 @@ type File struct {
 	Models        map[string]modelConfig    `yaml:"models"`
 	Roles         map[string]roleConfig     `yaml:"roles"`
 	Stages        stagesConfig              `yaml:"stages"`
-	ReportSection map[string]any            `yaml:"report"`
+	ReportSection yaml.Node                 `yaml:"report"`
 	Export        []exportSpec              `yaml:"export"`
 	Batch         batchConfig               `yaml:"batch"`
 	// LiCSection is the LiC replay experiment (lic.go); base is the
 	// config file's folder, for its relative paths.
 	LiCSection yaml.Node `yaml:"lic"`
 	base       string
+	path       string // the file, named in errors found after Load
+}
+
+// inFile names the config file in an error found in one of its sections.
+func (c *File) inFile(err error) error {
+	if err == nil || c.path == "" {
+		return err
+	}
+	return fmt.Errorf("config %s: %w", c.path, err)
 }
 
 // stagesConfig holds each stage's settings; a stage runs in `ac3 run` when
@@ -162,12 +170,22 @@ func Load(path string, getenv func(string) string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
+	return load(raw, path, getenv)
+}
+
+// load is Load on a file's bytes.
+func load(raw []byte, path string, getenv func(string) string) (*File, error) {
 	var cfg File
 	cfg.Input.Format = "auto"
 	cfg.Input.MaxLineBytes = 64 << 20
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(expandEnv(string(raw), getenv))))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(expandEnv(string(raw), getenv)), &doc); err != nil {
+		return nil, fmt.Errorf("reading config %s: %w", path, err)
+	}
+	if doc.Kind == 0 {
+		return nil, fmt.Errorf("reading config %s: the file is empty", path)
+	}
+	if err := decode(&doc, &cfg, ""); err != nil {
 		return nil, fmt.Errorf("reading config %s: %w", path, err)
 	}
 	base := filepath.Dir(path)
@@ -178,7 +196,7 @@ func Load(path string, getenv func(string) string) (*File, error) {
 		return filepath.Join(base, p)
 	}
 	cfg.Run.DB, cfg.Run.Out = rel(cfg.Run.DB), rel(cfg.Run.Out)
-	cfg.base = base
+	cfg.base, cfg.path = base, path
 	var files []string
 	for _, f := range cfg.Input.Files {
 		matches, err := filepath.Glob(rel(f))
@@ -296,10 +314,7 @@ func decodeSection[T any](n yaml.Node, path string) (v T, ok bool, err error) {
 	if n.Kind == 0 {
 		return v, false, nil
 	}
-	if err := n.Decode(&v); err != nil {
-		return v, true, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return v, true, nil
+	return v, true, decode(&n, &v, path)
 }
 
 // annotatorOf reads stages.<name>.annotator: heuristic (the default, needs
@@ -384,7 +399,7 @@ func (c *File) WithRespond(a run.Respond) (run.Respond, error) {
 	}
 	rc, err := c.Respond()
 	if err != nil {
-		return a, err
+		return a, c.inFile(err)
 	}
 	if rc != nil {
 		a.Strategies = orList(a.Strategies, rc.Strategies)
@@ -406,7 +421,7 @@ func (c *File) WithJudge(a run.Judge) (run.Judge, error) {
 	}
 	jc, err := c.Judge()
 	if err != nil || jc == nil {
-		return a, err
+		return a, c.inFile(err)
 	}
 	a.Pairs, a.Order, a.Context, a.Role = orList(a.Pairs, jc.Pairs), cmp.Or(a.Order, jc.Order), cmp.Or(a.Context, jc.Context), cmp.Or(a.Role, jc.Role)
 	if jc.Parallel > 0 {
@@ -445,12 +460,8 @@ func (c *File) Judge() (*run.Judge, error) {
 
 // Report reads the report section (nil when absent).
 func (c *File) Report() (*run.Report, error) {
-	if c.ReportSection == nil {
+	if c.ReportSection.Kind == 0 {
 		return nil, nil
-	}
-	b, err := yaml.Marshal(c.ReportSection)
-	if err != nil {
-		return nil, fmt.Errorf("reading report: %w", err)
 	}
 	var rc struct {
 		Formats   []string `yaml:"formats"`
@@ -462,10 +473,8 @@ func (c *File) Report() (*run.Report, error) {
 			Cluster   string `yaml:"cluster"`
 		} `yaml:"bootstrap"`
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&rc); err != nil {
-		return nil, fmt.Errorf("reading report: %w", err)
+	if err := decode(&c.ReportSection, &rc, "report"); err != nil {
+		return nil, err
 	}
 	if rc.Bootstrap.Cluster != "" && rc.Bootstrap.Cluster != "conversation" {
 		return nil, fmt.Errorf("report.bootstrap.cluster: only %q is supported (turns of one conversation are correlated)", "conversation")
@@ -480,6 +489,11 @@ func (c *File) Report() (*run.Report, error) {
 
 // Plan is the whole config as a run plan; notes are lines to show first.
 func (c *File) Plan(getenv func(string) string) (run.Plan, []string, error) {
+	p, notes, err := c.plan(getenv)
+	return p, notes, c.inFile(err)
+}
+
+func (c *File) plan(getenv func(string) string) (run.Plan, []string, error) {
 	p := run.Plan{DB: c.Run.DB, Seed: c.Run.Seed, Model: Model(c, getenv, false, c.Run.BudgetUSD), ShardLimits: c.Run.ShardLimits}
 	if len(c.Input.Files) > 0 {
 		p.Ingest = &run.Ingest{Files: c.Input.Files, Format: c.Input.Format, MaxLineBytes: c.Input.MaxLineBytes, Filter: c.filter()}
@@ -597,8 +611,8 @@ func (cfg *File) AC3() (run.AC3, error) {
 		if !ok {
 			return s, fmt.Errorf("stages.curate.%s: unknown setting (known: %s)", k, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 		}
-		if err := node.Decode(dst); err != nil {
-			return s, fmt.Errorf("stages.curate.%s: %w", k, err)
+		if err := decode(&node, dst, "stages.curate."+k); err != nil {
+			return s, err
 		}
 	}
 	for op, g := range map[string]*struct {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -68,16 +67,9 @@ func (c *File) LiC(base string) (*run.LiC, error) {
 	if c.LiCSection.Kind == 0 {
 		return nil, nil
 	}
-	// Strict: a misspelt key is an error, as everywhere else in the file.
-	raw, err := yaml.Marshal(&c.LiCSection)
-	if err != nil {
-		return nil, fmt.Errorf("reading lic: %w", err)
-	}
 	var lc licConfig
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&lc); err != nil {
-		return nil, fmt.Errorf("reading lic: %w", err)
+	if err := decode(&c.LiCSection, &lc, "lic"); err != nil {
+		return nil, err
 	}
 	rel := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {

@@ -59,7 +59,7 @@ func TestLimitsAndWindowKeys(t *testing.T) {
 		{name: "negative rpm", endpoint: "rpm: -5", err: "endpoints.e.limits.rpm: -5"},
 		{name: "negative concurrency", endpoint: "concurrency: -1", err: "endpoints.e.limits.concurrency: -1"},
 		{name: "bad model limits", model: ", limits: {patience: soon}", err: "models.m.limits.patience"},
-		{name: "unknown limit key", endpoint: "burst: 3", err: "field burst not found"},
+		{name: "unknown limit key", endpoint: "burst: 3", err: "line 3: endpoints.e.limits.burst: unknown setting (known: concurrency, min_concurrency, patience, rpm, tpm)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
