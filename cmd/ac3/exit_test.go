@@ -79,3 +79,40 @@ func TestSFTExportSaysWhatItLeftOut(t *testing.T) {
 }
 
 func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
+
+// A dry run is how a config is checked before a long run: one the run
+// would stop on (a strategy it cannot build) prints the plan and fails,
+// and the run file is left as it was.
+func TestDryRunFailsWhenTheRunWouldStop(t *testing.T) {
+	db := ingestedRun(t)
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	body := "run: {db: " + db + "}\nstages:\n  curate: {strategies: [fc, no-such-strategy]}\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run", "--config", cfg, "--dry-run"}, {"run", "--config", cfg, "--dry-run", "--json"}} {
+		out, _, err := runApp(t, args...)
+		if code := exitCode(err); code != exitError {
+			t.Fatalf("%v: exit status %d (%v), want %d", args, code, err, exitError)
+		}
+		if !strings.Contains(err.Error(), "would stop at curate") || !strings.Contains(out, "unknown strategy") {
+			t.Errorf("%v: err %v\nplan:\n%s", args, err, out)
+		}
+	}
+	sed := strings.Replace(body, ", no-such-strategy", "", 1)
+	if err := os.WriteFile(cfg, []byte(sed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "run", "--config", cfg, "--dry-run")
+	after, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Error("the dry runs changed the run file")
+	}
+}

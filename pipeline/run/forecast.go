@@ -36,7 +36,14 @@ type Forecast struct {
 	TotalCostUSD  float64         `json:"total_cost_usd"`
 	// Notes say what the forecast assumed and what the run will skip.
 	Notes []string `json:"notes,omitempty"`
+	// StopsAt names the first stage the run would stop at with an error (a
+	// setting it cannot use); "" when the run would go through.
+	StopsAt string `json:"stops_at,omitempty"`
 }
+
+// wouldStop starts a stage's Skipped when the run would end there with an
+// error rather than skip the stage and go on.
+const wouldStop = "the run would stop here: "
 
 // InputForecast is one input file of the plan.
 type InputForecast struct {
@@ -180,15 +187,18 @@ func (e *forecaster) build(ctx context.Context) error {
 			plans[st.Name()] = sf.lv
 			scope, err := pipeline.StageScope(st, on)
 			if err != nil {
-				sf.Skipped, sf.stage = "the run would stop here: "+err.Error(), nil
+				sf.Skipped, sf.stage = wouldStop+err.Error(), nil
 			}
 			sf.scope = scope
 		} else {
 			sf.Stage = strings.Fields(label)[0]
 		}
+		if strings.HasPrefix(sf.Skipped, wouldStop) && e.fc.StopsAt == "" {
+			e.fc.StopsAt = sf.Stage
+		}
 		e.fc.Stages = append(e.fc.Stages, sf)
 	}
-	failed := func(err error) string { return "the run would stop here: " + err.Error() }
+	failed := func(err error) string { return wouldStop + err.Error() }
 	if a := e.plan.Annotate; a != nil {
 		for _, p := range a.stages() {
 			if p.model && e.client == nil {
@@ -299,7 +309,7 @@ func (e *forecaster) buildCompInt(ctx context.Context, c *CompInt, units measure
 	}
 	st, _, err := c.build(e.client, units, plans, e.plan.Model, e.plan.Seed)
 	if err != nil {
-		add("compint", nil, "the run would stop here: "+err.Error())
+		add("compint", nil, wouldStop+err.Error())
 		return nil
 	}
 	add("compint", st, "")
