@@ -103,6 +103,13 @@ func TestDryRunFailsWhenTheRunWouldStop(t *testing.T) {
 			t.Errorf("%v: err %v\nplan:\n%s", args, err, out)
 		}
 	}
+	missing := "run: {db: " + db + "}\ninput: {files: [" + filepath.Join(t.TempDir(), "gone.jsonl") + "]}\n"
+	if err := os.WriteFile(cfg, []byte(missing), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := runApp(t, "run", "--config", cfg, "--dry-run"); err == nil || !strings.Contains(err.Error(), "would stop at ingest") || !strings.Contains(out, "missing") {
+		t.Errorf("a missing input: err %v\nplan:\n%s", err, out)
+	}
 	sed := strings.Replace(body, ", no-such-strategy", "", 1)
 	if err := os.WriteFile(cfg, []byte(sed), 0o644); err != nil {
 		t.Fatal(err)

@@ -36,8 +36,9 @@ type Forecast struct {
 	TotalCostUSD  float64         `json:"total_cost_usd"`
 	// Notes say what the forecast assumed and what the run will skip.
 	Notes []string `json:"notes,omitempty"`
-	// StopsAt names the first stage the run would stop at with an error (a
-	// setting it cannot use); "" when the run would go through.
+	// StopsAt names the first step the run would stop at with an error (an
+	// input file missing, a setting it cannot use); "" when the run would
+	// go through.
 	StopsAt string `json:"stops_at,omitempty"`
 }
 
@@ -491,6 +492,7 @@ func (e *forecaster) inputs(ctx context.Context) error {
 		if err != nil {
 			fi.State = "missing"
 			e.fc.Inputs = append(e.fc.Inputs, fi)
+			e.fc.StopsAt = "ingest" // the run reads its inputs before any stage
 			continue
 		}
 		fi.Bytes = st.Size()
