@@ -24,6 +24,10 @@ type candidate struct {
 	tokens int
 }
 
+// ReadsPredictionsOf implements pipeline.PredictionReader: the judge
+// reads the answers respond is predicted to give.
+func (s *Stage) ReadsPredictionsOf() []string { return []string{respond.StageName} }
+
 // Estimate implements pipeline.Estimator: for every pair, turn and sample
 // where both sides have an answer, one call per order shown (two under
 // order both), none when the two answers are the same text (a tie without

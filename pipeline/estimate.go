@@ -20,6 +20,14 @@ type Estimator interface {
 	Estimate(ctx context.Context, t Task, f *Forecast) ([]Call, error)
 }
 
+// PredictionReader is implemented by estimators that read from the
+// Forecast what earlier stages are predicted to produce, so that a dry run
+// knows whose predictions are wanted.
+type PredictionReader interface {
+	// ReadsPredictionsOf names the stages whose predictions Estimate reads.
+	ReadsPredictionsOf() []string
+}
+
 // Call is one model call a stage expects to make.
 type Call struct {
 	Role string
@@ -49,8 +57,15 @@ type Predicted struct {
 type Forecast struct {
 	// Count counts the tokens of a text, with the run's tokenizer.
 	Count func(string) int
-	units map[forecastKey]Predicted
+	// Unread names the stages whose predictions no later stage of the plan
+	// reads. Such a stage may skip computing what makes no call (a dry run
+	// of curate alone need not build every rule-based context to count it).
+	Unread map[string]bool
+	units  map[forecastKey]Predicted
 }
+
+// Wanted reports whether a later stage reads stage's predictions.
+func (f *Forecast) Wanted(stage string) bool { return !f.Unread[stage] }
 
 type forecastKey struct {
 	stage, variant string

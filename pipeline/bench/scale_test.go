@@ -173,8 +173,13 @@ const (
 func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 	db := filepath.Join(dir, "run.db")
 	cfg := filepath.Join(dir, "run.yaml")
+	// The config's relative paths are taken from its own folder.
+	abs, err := filepath.Abs(in)
+	if err != nil {
+		return nil, err
+	}
 	body := fmt.Sprintf("run: {db: %s, out: %s}\ninput: {files: [%s]}\nstages:\n  classify: {annotator: heuristic}\n  constraints: {annotator: heuristic}\n  curate: {strategies: [fc, ao, lt, de, concat, filler]}\n",
-		db, filepath.Join(dir, "out"), in)
+		db, filepath.Join(dir, "out"), abs)
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		return nil, err
 	}
@@ -182,6 +187,10 @@ func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 		{name: "ingest", args: []string{"ingest", "--db", db, in}, want: fmt.Sprintf("kept %d conversations", n),
 			again: []string{"ingest", "--db", filepath.Join(dir, "scratch.db"), in}, scratch: filepath.Join(dir, "scratch.db")},
 		{name: "annotate (heuristic)", args: []string{"annotate", "--db", db, "--stages", "classify,constraints", "--annotator", "heuristic"}},
+		// The dry run a user makes before paying for a stage: curate is
+		// all to do, so it reads every conversation and estimates it.
+		{name: "run --dry-run (before curate)", args: []string{"run", "--config", cfg, "--dry-run"}, want: "curate",
+			again: []string{"run", "--config", cfg, "--dry-run"}},
 		{name: "curate (6 strategies)", args: []string{"curate", "--db", db, "--strategies", "fc,ao,lt,de,concat,filler"}},
 		// Issue 9's resume scan: the same curate again, over a run whose
 		// units (about 7 curate units a conversation) are all recorded, must find
@@ -189,7 +198,8 @@ func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 		{name: "curate again (resume scan)", args: []string{"curate", "--db", db, "--strategies", "fc,ao,lt,de,concat,filler"}, want: "nothing to do"},
 		{name: "status", args: []string{"status", "--db", db}},
 		{name: "inspect", args: []string{"inspect", "--db", db, "--conversation", id, "--turn", "2"}},
-		{name: "run --dry-run", args: []string{"run", "--config", cfg, "--dry-run"}},
+		// On the finished run it counts from the task tables.
+		{name: "run --dry-run (finished)", args: []string{"run", "--config", cfg, "--dry-run"}},
 		{name: "report", args: []string{"report", "--db", db, "--out", filepath.Join(dir, "report")}},
 	}
 	for _, k := range export.Kinds() {
@@ -198,10 +208,12 @@ func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 		}
 		steps = append(steps, scaleStep{name: "export " + k, args: []string{"export", "--db", db, "--what", k, "--format", "parquet", "--out", filepath.Join(dir, k+".parquet")}})
 	}
+	curated := false
 	for i, st := range steps {
-		if st.again == nil && i > 2 { // every step after curate reads the run
+		if st.again == nil && curated { // every step after curate reads the run
 			steps[i].again = st.args
 		}
+		curated = curated || strings.HasPrefix(st.name, "curate (")
 	}
 	return steps, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline"
@@ -101,6 +102,32 @@ type forecaster struct {
 	// pending (for the test that checks the shortcut against the walk);
 	// counted says walk took the shortcut.
 	walkAll, counted bool
+	// unread names the stages whose predictions no later stage reads.
+	unread map[string]bool
+}
+
+// unread names the stages of a plan whose predictions no later stage
+// reads. A later estimator that does not say what it reads is taken to
+// read everything before it.
+func unread(stages []StageForecast) map[string]bool {
+	out := map[string]bool{}
+	for i, sf := range stages {
+		if sf.stage == nil {
+			continue
+		}
+		out[sf.Stage] = true
+		for _, later := range stages[i+1:] {
+			if later.stage == nil {
+				continue
+			}
+			pr, ok := later.stage.(pipeline.PredictionReader)
+			if _, est := later.stage.(pipeline.Estimator); est && !ok || ok && slices.Contains(pr.ReadsPredictionsOf(), sf.Stage) {
+				delete(out, sf.Stage)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // compintSim builds the CompInt instances a run would derive.
@@ -162,6 +189,7 @@ func (e *forecaster) run(ctx context.Context, plan Plan) (Forecast, error) {
 	if err := e.build(ctx); err != nil {
 		return e.fc, err
 	}
+	e.unread = unread(e.fc.Stages)
 	if err := e.walk(ctx); err != nil {
 		return e.fc, err
 	}
@@ -424,6 +452,7 @@ func (e *forecaster) finished(ctx context.Context) (bool, error) {
 func (e *forecaster) conversation(ctx context.Context, seq int64, origin string, c *conv.Conversation, recorded []map[ledger.TaskID]string) error {
 	e.fc.Conversations++
 	f := pipeline.NewForecast(ratioCounter(e.counter, c))
+	f.Unread = e.unread
 	sent := map[string]bool{}
 	for i := range e.fc.Stages {
 		sf := &e.fc.Stages[i]

@@ -2,10 +2,14 @@ package run
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/ac3/ac3/pipeline"
 )
 
 // TestForecastShortcutMatchesWalk checks the finished-run shortcut of the
@@ -68,4 +72,59 @@ func summary(fc Forecast) []any {
 		out = append(out, []any{s.Stage, s.Label, s.Skipped, s.PendingTasks, s.DoneTasks, s.Calls, s.InputTokens, s.OutputTokens, s.CostUSD})
 	}
 	return out
+}
+
+// stubStage is a stage for the unread table: its name, and whether it
+// estimates and says what it reads.
+type stubStage struct {
+	name string
+}
+
+func (s stubStage) Name() string               { return s.name }
+func (stubStage) Variants() []pipeline.Variant { return nil }
+func (stubStage) Process(context.Context, pipeline.Task) ([]pipeline.Result, error) {
+	return nil, nil
+}
+
+type stubEstimator struct{ stubStage }
+
+func (stubEstimator) Estimate(context.Context, pipeline.Task, *pipeline.Forecast) ([]pipeline.Call, error) {
+	return nil, nil
+}
+
+type stubReader struct {
+	stubEstimator
+	reads []string
+}
+
+func (s stubReader) ReadsPredictionsOf() []string { return s.reads }
+
+func TestUnreadPredictions(t *testing.T) {
+	st := func(name string) StageForecast { return StageForecast{Stage: name, stage: stubStage{name}} }
+	est := func(name string) StageForecast {
+		return StageForecast{Stage: name, stage: stubEstimator{stubStage{name}}}
+	}
+	reader := func(name string, reads ...string) StageForecast {
+		return StageForecast{Stage: name, stage: stubReader{stubEstimator{stubStage{name}}, reads}}
+	}
+	skipped := StageForecast{Stage: "respond", Skipped: "no model"}
+	for _, tc := range []struct {
+		name   string
+		stages []StageForecast
+		want   []string
+	}{
+		{"curate alone (it says nothing of what it reads)", []StageForecast{est("classify"), est("curate")}, []string{"curate"}},
+		{"respond reads curate", []StageForecast{est("curate"), reader("respond", "curate"), reader("judge", "respond")}, []string{"judge"}},
+		{"judge reads respond only", []StageForecast{est("curate"), reader("judge", "respond")}, []string{"curate", "judge"}},
+		{"a skipped stage reads nothing", []StageForecast{est("curate"), skipped}, []string{"curate"}},
+		{"an estimator that does not say reads all", []StageForecast{est("curate"), est("other")}, []string{"other"}},
+		{"a stage that does not estimate reads nothing", []StageForecast{est("curate"), st("export")}, []string{"curate", "export"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := unread(tc.stages)
+			if want := tc.want; !reflect.DeepEqual(slices.Sorted(maps.Keys(got)), want) {
+				t.Errorf("unread %v, want %v", slices.Sorted(maps.Keys(got)), want)
+			}
+		})
+	}
 }

@@ -50,6 +50,22 @@ type forecaster interface {
 // counted at full-context size. Every variant's predicted context goes into
 // f, so respond can tell which strategies give the same context.
 func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
+	// Rule-based strategies make no call: their contexts are built only
+	// when a later stage reads them (respond counts its prompts from them).
+	wanted := f.Wanted(StageName)
+	need := wanted
+	for _, v := range t.Variants {
+		st, ok := s.byName[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("estimating %s: no strategy %q", t.Conv.ID, v.Name)
+		}
+		if _, ok := st.(forecaster); ok {
+			need = true
+		}
+	}
+	if !need {
+		return nil, nil
+	}
 	tc := NewTokenCache(t.Conv, s.counter)
 	tc.words = s.fillerWords()
 	fcs, err := FullContext{}.Contexts(ctx, t.Conv, s.from, tc)
@@ -58,12 +74,13 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 	}
 	var calls []pipeline.Call
 	for _, v := range t.Variants {
-		st, ok := s.byName[v.Name]
-		if !ok {
-			return nil, fmt.Errorf("estimating %s: no strategy %q", t.Conv.ID, v.Name)
-		}
+		st := s.byName[v.Name]
 		var turns []turnForecast
-		if fo, ok := st.(forecaster); ok {
+		fo, isForecaster := st.(forecaster)
+		if !isForecaster && !wanted {
+			continue
+		}
+		if isForecaster {
 			var cs []pipeline.Call
 			turns, cs = fo.forecast(ctx, t.Conv, s.from, tc, fcs, f)
 			calls = append(calls, cs...)

@@ -10,6 +10,10 @@ import (
 // answerTokens is the answer length expected per reviewed reply.
 const answerTokens = 160
 
+// ReadsPredictionsOf implements pipeline.PredictionReader: replies under
+// review are read from the run, not from other stages' predictions.
+func (s *Stage) ReadsPredictionsOf() []string { return nil }
+
 // Estimate implements pipeline.Estimator: one call per reviewed reply of
 // the dataset, with the prompt rendered as the run would render it. For a
 // variant on generated replies, which a dry run usually forecasts before

@@ -14,6 +14,10 @@ import (
 // no max_tokens.
 const answerTokens = 512
 
+// ReadsPredictionsOf implements pipeline.PredictionReader: respond's
+// prompts are the curated contexts.
+func (s *Stage) ReadsPredictionsOf() []string { return []string{curate.StageName} }
+
 // Estimate implements pipeline.Estimator: one call per sample of every
 // curated context of the task's variants. Contexts already curated in the
 // run are read as stored; the others come from the curate stage's forecast.

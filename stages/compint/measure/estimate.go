@@ -20,6 +20,10 @@ const (
 	mcqTokens = 80
 )
 
+// ReadsPredictionsOf implements pipeline.PredictionReader: the probe is
+// asked on the curated context.
+func (s *Stage) ReadsPredictionsOf() []string { return []string{curate.StageName} }
+
 // Estimate implements pipeline.Estimator: per instance, one probe per
 // order from the full context; per strategy on an instance with the SC,
 // the retention judge and one probe per order from the compacted context
