@@ -13,6 +13,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -606,10 +607,13 @@ func (cfg *File) AC3() (run.AC3, error) {
 		"analyzer_retries": &ac.AnalyzerRetries, "ablation": &ac.Ablation,
 	}
 	ac.fidelityConfig.keys(known)
-	for k, node := range cfg.Stages.Curate.Extra {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Stages.Curate.Extra)) {
+		node := cfg.Stages.Curate.Extra[k]
 		dst, ok := known[k]
 		if !ok {
-			return s, fmt.Errorf("stages.curate.%s: unknown setting (known: %s)", k, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+			names, _ := yamlFields(reflect.TypeOf(curateConfig{}))
+			all := slices.Concat(slices.Collect(maps.Keys(known)), slices.Collect(maps.Keys(names)))
+			return s, fmt.Errorf("line %d: stages.curate.%s: unknown setting (known: %s)", node.Line, k, strings.Join(slices.Sorted(slices.Values(all)), ", "))
 		}
 		if err := decode(&node, dst, "stages.curate."+k); err != nil {
 			return s, err

@@ -28,6 +28,7 @@ func TestMisspeltOrMistypedSettings(t *testing.T) {
 		{"judge", "stages:\n  judge:\n    pairs: [fc:ao]\n\n    # both orders\n    ordr: both\n", "line 13: stages.judge.ordr: unknown setting"},
 		{"gated reset", "stages:\n  curate:\n    strategies: [gated-reset]\n    gated_reset: {flor: 1}\n", "line 11: stages.curate.gated_reset.flor: unknown setting (known: cap, floor)"},
 		{"report", "report:\n  bootstrap: {resamples: 10, clustr: conversation}\n", "line 9: report.bootstrap.clustr: unknown setting (known: cluster, resamples)"},
+		{"curate", "stages:\n  curate:\n    strategies: [fc]\n    from_trun: 3\n", "line 11: stages.curate.from_trun: unknown setting (known: ablation, adaptive, analyzer_retries, ao, augment, classify, constraints, encoding, from_turn, gated_reset, last_turns, memory, on, replay, reset, reset_template, rewrite, rewrite_variant, strategies)"},
 		{"respond", "stages:\n  respond: {strategies: [fc], sample: 2}\n", "line 9: stages.respond.sample: unknown setting"},
 		{"compint", "stages:\n  compint: {target_token: 100}\n", "line 9: stages.compint.target_token: unknown setting"},
 		{"a list expected", "stages:\n  respond: {strategies: fc}\n", "line 9: stages.respond.strategies: `fc` where a list is expected"},
