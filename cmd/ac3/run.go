@@ -90,10 +90,7 @@ func dryRun(c *cli.Context, e *env, plan run.Plan, notes []string) error {
 	} else {
 		fc.WriteText(e.stdout, plan)
 	}
-	if fc.StopsAt != "" {
-		// A dry run is how a config is checked before a long run: one the
-		// run would stop on must not pass.
-		return fmt.Errorf("the run would stop at %s (see the plan above); nothing was changed", fc.StopsAt)
-	}
-	return nil
+	// A dry run is how a config is checked before a long run: one the run
+	// would stop on must not pass.
+	return fc.Err()
 }

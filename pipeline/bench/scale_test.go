@@ -149,12 +149,23 @@ type scaleStep struct {
 	name string
 	args []string
 	want string // in its output, when set
+	// reads: the step leaves the run file as it is, so a quick one can be
+	// measured more than once with its own arguments.
+	reads bool
 	// again, when set, is a run of the same command that leaves the run
-	// file as it is (a reader's own arguments; ingest into a scratch
-	// file), so a quick step can be measured more than once.
+	// file as it is (ingest into a scratch file).
 	again []string
 	// scratch is removed after each run of again.
 	scratch string
+}
+
+// rerun is the command that measures the step again without changing the
+// run; nil when there is none.
+func (st scaleStep) rerun() []string {
+	if st.again == nil && st.reads {
+		return st.args
+	}
+	return st.again
 }
 
 // quickStep is how long a step may take for the benchmark to run it
@@ -189,9 +200,11 @@ func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 		{name: "annotate (heuristic)", args: []string{"annotate", "--db", db, "--stages", "classify,constraints", "--annotator", "heuristic"}},
 		// The dry run a user makes before paying for a stage: curate is
 		// all to do, so it reads every conversation and estimates it.
-		{name: "run --dry-run (before curate)", args: []string{"run", "--config", cfg, "--dry-run"}, want: "curate",
-			again: []string{"run", "--config", cfg, "--dry-run"}},
+		{name: "run --dry-run (before curate)", args: []string{"run", "--config", cfg, "--dry-run"}, want: "curate", reads: true},
 		{name: "curate (6 strategies)", args: []string{"curate", "--db", db, "--strategies", "fc,ao,lt,de,concat,filler"}},
+	}
+	// Every step after curate reads the run.
+	readers := []scaleStep{
 		// Issue 9's resume scan: the same curate again, over a run whose
 		// units (about 7 curate units a conversation) are all recorded, must find
 		// nothing to do, quickly (target at a million units: 10 s).
@@ -206,16 +219,12 @@ func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 		if k == export.KindPreferences || k == export.KindWinners {
 			continue // they read judge verdicts, which a model-free run has none of
 		}
-		steps = append(steps, scaleStep{name: "export " + k, args: []string{"export", "--db", db, "--what", k, "--format", "parquet", "--out", filepath.Join(dir, k+".parquet")}})
+		readers = append(readers, scaleStep{name: "export " + k, args: []string{"export", "--db", db, "--what", k, "--format", "parquet", "--out", filepath.Join(dir, k+".parquet")}})
 	}
-	curated := false
-	for i, st := range steps {
-		if st.again == nil && curated { // every step after curate reads the run
-			steps[i].again = st.args
-		}
-		curated = curated || strings.HasPrefix(st.name, "curate (")
+	for i := range readers {
+		readers[i].reads = true
 	}
-	return steps, nil
+	return append(steps, readers...), nil
 }
 
 type scaleFigure struct {
@@ -321,12 +330,13 @@ func BenchmarkScale(b *testing.B) {
 // whose first run (rss, wall) ended within quickStep and that can run again
 // without changing the run; otherwise rss.
 func medianOfQuick(self, bin string, st scaleStep, rss int64, wall time.Duration) (int64, error) {
-	if st.again == nil || wall >= quickStep {
+	again := st.rerun()
+	if again == nil || wall >= quickStep {
 		return rss, nil
 	}
 	peaks := []int64{rss}
 	for range quickRuns - 1 {
-		p, _, _, err := peakRSS(self, exec.Command(bin, st.again...))
+		p, _, _, err := peakRSS(self, exec.Command(bin, again...))
 		if st.scratch != "" {
 			for _, f := range []string{st.scratch, st.scratch + "-wal", st.scratch + "-shm", st.scratch + ".lock"} {
 				os.Remove(f)

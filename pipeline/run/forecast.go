@@ -47,6 +47,22 @@ type Forecast struct {
 // error rather than skip the stage and go on.
 const wouldStop = "the run would stop here: "
 
+// Err is what a dry run ends with: nil, unless the run would stop.
+func (f Forecast) Err() error {
+	if f.StopsAt == "" {
+		return nil
+	}
+	return fmt.Errorf("the run would stop at %s (see the plan above); nothing was changed", f.StopsAt)
+}
+
+// stopAt records that the run would stop at step, unless an earlier step
+// stops it first.
+func (e *forecaster) stopAt(step string) {
+	if e.fc.StopsAt == "" {
+		e.fc.StopsAt = step
+	}
+}
+
 // InputForecast is one input file of the plan.
 type InputForecast struct {
 	Path  string `json:"path"`
@@ -217,17 +233,18 @@ func (e *forecaster) build(ctx context.Context) error {
 			scope, err := pipeline.StageScope(st, on)
 			if err != nil {
 				sf.Skipped, sf.stage = wouldStop+err.Error(), nil
+				e.stopAt(sf.Stage)
 			}
 			sf.scope = scope
 		} else {
 			sf.Stage = strings.Fields(label)[0]
 		}
-		if strings.HasPrefix(sf.Skipped, wouldStop) && e.fc.StopsAt == "" {
-			e.fc.StopsAt = sf.Stage
-		}
 		e.fc.Stages = append(e.fc.Stages, sf)
 	}
-	failed := func(err error) string { return wouldStop + err.Error() }
+	failed := func(label string, err error) {
+		add(label, nil, wouldStop+err.Error())
+		e.stopAt(strings.Fields(label)[0])
+	}
 	if a := e.plan.Annotate; a != nil {
 		for _, p := range a.stages() {
 			if p.model && e.client == nil {
@@ -255,7 +272,7 @@ func (e *forecaster) build(ctx context.Context) error {
 		b, err := c.build(ctx, curateEnv{l: e.l, units: units, plans: plans, log: &e.notes, client: e.client, noModel: e.noModel})
 		switch {
 		case err != nil:
-			add("curate", nil, failed(err))
+			failed("curate", err)
 		case b.stage == nil:
 			add("curate", nil, "no strategy left to run")
 		default:
@@ -274,7 +291,7 @@ func (e *forecaster) build(ctx context.Context) error {
 		if e.client == nil {
 			add("respond", nil, e.noModel.Error())
 		} else if st, err := a.build(e.client, units, plans, e.plan.Model); err != nil {
-			add("respond", nil, failed(err))
+			failed("respond", err)
 		} else {
 			add("respond", st, "")
 		}
@@ -283,7 +300,7 @@ func (e *forecaster) build(ctx context.Context) error {
 		if e.client == nil {
 			add(a.label(), nil, e.noModel.Error())
 		} else if st, _, err := a.build(e.client, units, plans); err != nil {
-			add(a.label(), nil, failed(err))
+			failed(a.label(), err)
 		} else {
 			add(a.label(), st, "")
 		}
@@ -292,14 +309,14 @@ func (e *forecaster) build(ctx context.Context) error {
 		if e.client == nil {
 			add("judge", nil, e.noModel.Error())
 		} else if st, err := a.build(e.client, units, plans, e.plan.Model, e.plan.Seed); err != nil {
-			add("judge", nil, failed(err))
+			failed("judge", err)
 		} else {
 			add("judge", st, "")
 		}
 	}
 	on = ledger.AllOrigins
 	if c := e.plan.CompInt; c != nil {
-		if err := e.buildCompInt(ctx, c, units, plans, add); err != nil {
+		if err := e.buildCompInt(ctx, c, units, plans, add, failed); err != nil {
 			return err
 		}
 	}
@@ -309,7 +326,7 @@ func (e *forecaster) build(ctx context.Context) error {
 
 // buildCompInt adds the CompInt measurement stage, and when the run has no
 // instances yet, sets up the stitching that predicts them.
-func (e *forecaster) buildCompInt(ctx context.Context, c *CompInt, units measure.UnitReader, plans map[string][]ledger.Variant, add func(string, pipeline.Stage, string)) error {
+func (e *forecaster) buildCompInt(ctx context.Context, c *CompInt, units measure.UnitReader, plans map[string][]ledger.Variant, add func(string, pipeline.Stage, string), failed func(string, error)) error {
 	built := false
 	if e.l != nil {
 		ds, err := e.l.DerivedOrigins(ctx)
@@ -338,7 +355,7 @@ func (e *forecaster) buildCompInt(ctx context.Context, c *CompInt, units measure
 	}
 	st, _, err := c.build(e.client, units, plans, e.plan.Model, e.plan.Seed)
 	if err != nil {
-		add("compint", nil, wouldStop+err.Error())
+		failed("compint", err)
 		return nil
 	}
 	add("compint", st, "")
@@ -414,13 +431,25 @@ func (e *forecaster) finished(ctx context.Context) (bool, error) {
 	if e.compint != nil && !e.compint.st.Done() {
 		return false, nil
 	}
+	counts := map[string]int64{} // conversations per scope: most stages share one
+	count := func(sc ledger.Scope) (int64, error) {
+		n, ok := counts[sc.String()]
+		if ok {
+			return n, nil
+		}
+		n, err := e.l.In(sc).CountConversations(ctx)
+		if err == nil {
+			counts[sc.String()] = n
+		}
+		return n, err
+	}
 	recorded := make([]int64, len(e.fc.Stages))
 	for i, sf := range e.fc.Stages {
 		if sf.stage == nil {
 			continue
 		}
 		v := e.l.In(sf.scope)
-		n, err := v.CountConversations(ctx)
+		n, err := count(sf.scope)
 		if err != nil {
 			return false, err
 		}
@@ -435,7 +464,7 @@ func (e *forecaster) finished(ctx context.Context) (bool, error) {
 			recorded[i] += done + failed
 		}
 	}
-	n, err := e.l.In(ledger.AllOrigins).CountConversations(ctx)
+	n, err := count(ledger.AllOrigins)
 	if err != nil {
 		return false, err
 	}
@@ -521,7 +550,7 @@ func (e *forecaster) inputs(ctx context.Context) error {
 		if err != nil {
 			fi.State = "missing"
 			e.fc.Inputs = append(e.fc.Inputs, fi)
-			e.fc.StopsAt = "ingest" // the run reads its inputs before any stage
+			e.fc.StopsAt = "ingest" // before any stage: the run reads its inputs first
 			continue
 		}
 		fi.Bytes = st.Size()

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"reflect"
 	"regexp"
@@ -30,7 +31,8 @@ func decode(n *yaml.Node, v any, path string) error {
 }
 
 // unknownKeys walks n beside the Go type it will be decoded into and
-// reports the first key with no field, in file order.
+// reports the first key with no field, in file order. Values of the wrong
+// kind are left to the decoder, which reports them.
 func unknownKeys(n *yaml.Node, t reflect.Type, path string) error {
 	if n == nil {
 		return nil
@@ -38,57 +40,43 @@ func unknownKeys(n *yaml.Node, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(unmarshaler) {
+	switch {
+	case reflect.PointerTo(t).Implements(unmarshaler):
 		return nil // the type reads itself
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if err := unknownKeys(c, t, path); err != nil {
-				return err
-			}
-		}
-	case yaml.AliasNode:
+	case n.Kind == yaml.AliasNode:
 		return unknownKeys(n.Alias, t, path)
-	case yaml.MappingNode:
+	case t == reflect.TypeOf(yaml.Node{}) || t.Kind() == reflect.Interface:
+		return nil // read later, by code that checks it itself
+	}
+	var fields map[string]reflect.Type
+	var open reflect.Type // an inline map's values: it takes any other key
+	if n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct {
+		fields, open = yamlFields(t)
+	}
+	for c := range children(n, path) {
+		ct := t // a document's content
 		switch {
-		case t == reflect.TypeOf(yaml.Node{}) || t.Kind() == reflect.Interface:
-			return nil // read later, by code that checks it itself
-		case t.Kind() == reflect.Map:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if err := unknownKeys(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
-					return err
-				}
+		case n.Kind == yaml.SequenceNode && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array),
+			n.Kind == yaml.MappingNode && t.Kind() == reflect.Map:
+			ct = t.Elem()
+		case fields != nil:
+			if c.key.Kind == yaml.ScalarNode && c.key.Value == "<<" {
+				continue // a merge key: its mapping is checked where it is defined
 			}
-		case t.Kind() == reflect.Struct:
-			fields, open := yamlFields(t)
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i]
-				if k.Kind == yaml.ScalarNode && k.Value == "<<" {
-					continue // a merge key: its mapping is checked where it is defined
-				}
-				ft, ok := fields[k.Value]
-				if !ok {
-					if open != nil {
-						if err := unknownKeys(n.Content[i+1], open, join(path, k.Value)); err != nil {
-							return err
-						}
-						continue
-					}
-					return fmt.Errorf("line %d: %s: unknown setting (known: %s)", k.Line, join(path, k.Value), strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
-				}
-				if err := unknownKeys(n.Content[i+1], ft, join(path, k.Value)); err != nil {
-					return err
-				}
+			ft, ok := fields[c.key.Value]
+			switch {
+			case ok:
+				ct = ft
+			case open != nil:
+				ct = open
+			default:
+				return fmt.Errorf("line %d: %s: unknown setting (known: %s)", c.key.Line, c.path, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 			}
+		case n.Kind != yaml.DocumentNode:
+			return nil
 		}
-	case yaml.SequenceNode:
-		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-			for i, c := range n.Content {
-				if err := unknownKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-					return err
-				}
-			}
+		if err := unknownKeys(c.node, ct, c.path); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -200,36 +188,49 @@ func keyAt(n *yaml.Node, line int, tag, value, path string) (string, bool) {
 	if n == nil {
 		return "", false
 	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if k, ok := keyAt(c, line, tag, value, path); ok {
-				return k, true
-			}
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			key, v := n.Content[i], n.Content[i+1]
-			p := join(path, key.Value)
-			if v.Line == line && v.ShortTag() == tag && (v.Kind != yaml.ScalarNode || v.Value == value) {
-				return p, true
-			}
-			if k, ok := keyAt(v, line, tag, value, p); ok {
-				return k, true
-			}
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			if c.Line == line && c.ShortTag() == tag && (c.Kind != yaml.ScalarNode || c.Value == value) {
-				return p, true
-			}
-			if k, ok := keyAt(c, line, tag, value, p); ok {
-				return k, true
-			}
+	if path != "" && n.Line == line && n.ShortTag() == tag && (n.Kind != yaml.ScalarNode || n.Value == value) {
+		return path, true
+	}
+	for c := range children(n, path) {
+		if k, ok := keyAt(c.node, line, tag, value, c.path); ok {
+			return k, true
 		}
 	}
 	return "", false
+}
+
+// child is a value under a node, with its key (nil in a sequence or a
+// document) and its path.
+type child struct {
+	key, node *yaml.Node
+	path      string
+}
+
+// children yields the values under n.
+func children(n *yaml.Node, path string) iter.Seq[child] {
+	return func(yield func(child) bool) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				if !yield(child{node: c, path: path}) {
+					return
+				}
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				if !yield(child{key: k, node: n.Content[i+1], path: join(path, k.Value)}) {
+					return
+				}
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				if !yield(child{node: c, path: fmt.Sprintf("%s[%d]", path, i)}) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // goTypes indexes the types reachable from t by the name the decoder
