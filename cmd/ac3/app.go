@@ -174,7 +174,7 @@ func openRun(c *cli.Context, readOnly bool) (*ledger.Ledger, error) {
 	if path == "" {
 		return nil, fmt.Errorf("no run file: pass --db RUN.db")
 	}
-	return ledger.Open(c.Context, path, ledger.Options{ReadOnly: readOnly})
+	return ledger.Open(c.Context, path, ledger.Options{ReadOnly: readOnly, Log: c.App.ErrWriter})
 }
 
 func splitList(s []string) []string {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -48,6 +49,9 @@ type Ledger struct {
 	spend      float64
 	spendKnown bool
 
+	// group commits cached answers and call rows together (groupCommit).
+	group groupCommit
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -57,6 +61,10 @@ type Options struct {
 	// ReadOnly opens an existing run without creating or migrating it, and
 	// without the writer lock, so it works while another process writes.
 	ReadOnly bool
+	// Log, if set, is told in one line before a migration that rewrites
+	// whole tables of an existing run (minutes on a large run), so the
+	// wait is not taken for a hang.
+	Log io.Writer
 }
 
 // Open opens the run file at path, creating it and applying any pending
@@ -136,6 +144,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	}
 	r.SetMaxOpenConns(4)
 	l := &Ledger{path: path, w: w, r: r, lock: lock}
+	l.group.l = l
 	if opts.ReadOnly {
 		var n int
 		if err := r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'").Scan(&n); err != nil || n == 0 {
@@ -158,9 +167,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 		return l, nil
 	}
 	// Finished even if the command is cancelled meanwhile (a second Ctrl-C
-	// just after start): the schema takes milliseconds, and a half-made one
-	// would leave readers a run file without its tables.
-	if err := l.migrate(context.WithoutCancel(ctx)); err != nil {
+	// just after start): a half-made schema would leave readers a run file
+	// without its tables. Most migrations take milliseconds; one that
+	// rewrites tables says so first (see rewrites).
+	if err := l.migrate(context.WithoutCancel(ctx), opts.Log); err != nil {
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
 	}
@@ -202,7 +212,20 @@ func (l *Ledger) closeDBs() error {
 	return errors.Join(l.r.Close(), l.w.Close())
 }
 
-func (l *Ledger) migrate(ctx context.Context) error {
+// rewrites says whether migration name copies whole tables, which table's
+// rows make that slow, and what the line before it says.
+func rewrites(name string) (table, what string, ok bool) {
+	switch name {
+	case appendOrderMigration:
+		return "units", "storing its units and cached answers in the order they are written (once, for this version of ac3; about half a minute per million units)", true
+	}
+	return "", "", false
+}
+
+// appendOrderMigration stores units and cached answers as rowid tables.
+const appendOrderMigration = "0008_append_order.sql"
+
+func (l *Ledger) migrate(ctx context.Context, log io.Writer) error {
 	if _, err := l.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)`); err != nil {
 		return err
 	}
@@ -211,14 +234,14 @@ func (l *Ledger) migrate(ctx context.Context) error {
 		return err
 	}
 	for _, m := range all {
-		if err := l.apply(ctx, m); err != nil {
+		if err := l.apply(ctx, m, log); err != nil {
 			return fmt.Errorf("applying %s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
-func (l *Ledger) apply(ctx context.Context, m migrations.Migration) error {
+func (l *Ledger) apply(ctx context.Context, m migrations.Migration, log io.Writer) error {
 	tx, err := l.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -230,6 +253,15 @@ func (l *Ledger) apply(ctx context.Context, m migrations.Migration) error {
 	}
 	if n > 0 {
 		return nil
+	}
+	if table, what, ok := rewrites(m.Name); ok && log != nil {
+		var rows bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+`)`).Scan(&rows); err != nil {
+			return err
+		}
+		if rows {
+			fmt.Fprintf(log, "run %s: %s\n", l.path, what)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return err

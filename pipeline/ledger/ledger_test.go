@@ -2,7 +2,10 @@ package ledger_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,4 +225,77 @@ func TestOpenCreatesTheRunFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
+}
+
+// Answers and call rows stored from many goroutines at once are committed
+// together (groupCommit) yet each is on disk, and readable, when its call
+// returns; the running spend agrees with the rows throughout.
+func TestConcurrentAnswersAndCallsAllCommit(t *testing.T) {
+	ctx := context.Background()
+	l, path := mustOpen(t)
+	const workers, each = 32, 40
+	errs := make(chan error, workers+1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				key := fmt.Sprintf("%02d-%03d", w, i)
+				if err := l.LLMCache().Put(ctx, key, llm.CachedResponse{Text: key}); err != nil {
+					errs <- err
+					return
+				}
+				if got, ok, err := l.LLMCache().Get(ctx, key); err != nil || !ok || got.Text != key {
+					errs <- fmt.Errorf("answer %s not readable once Put returned: %v %v", key, ok, err)
+					return
+				}
+				if err := l.LLMRecorder().Record(ctx, llm.CallRecord{Role: "judge", Stage: "judge", Model: "m", CostUSD: 0.25, Status: llm.StatusOK}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	// Spend is read while the rows go in: it only ever grows, in steps of
+	// a call's cost.
+	wg.Go(func() {
+		last := -1.0
+		for range 200 {
+			s, err := l.SpendUSD(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if s < last || s != float64(int(s*4))/4 {
+				errs <- fmt.Errorf("spend went from %v to %v", last, s)
+				return
+			}
+			last = s
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if s, err := l.SpendUSD(ctx); err != nil || s != workers*each*0.25 {
+		t.Fatalf("spend %v, %v; want %v", s, err, workers*each*0.25)
+	}
+	l.Close()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var answers, calls int
+	var cost float64
+	db.QueryRow(`SELECT count(*) FROM llm_cache`).Scan(&answers)
+	db.QueryRow(`SELECT count(*), sum(cost_usd) FROM llm_calls`).Scan(&calls, &cost)
+	if answers != workers*each || calls != workers*each || cost != workers*each*0.25 {
+		t.Fatalf("after reopening: %d answers, %d calls costing %v; want %d each, %v", answers, calls, cost, workers*each, workers*each*0.25)
+	}
+	// A store on a closed run fails; it does not wait for a commit that
+	// cannot come.
+	if err := l.LLMCache().Put(ctx, "late", llm.CachedResponse{}); err == nil {
+		t.Fatal("storing an answer in a closed run succeeded")
+	}
 }

@@ -41,9 +41,11 @@ func (c llmCache) Put(ctx context.Context, key string, r llm.CachedResponse) (er
 	if err != nil {
 		return err
 	}
-	// Not cancellable: the call is paid for, so its answer must be kept even
-	// if the run is being stopped.
-	_, err = c.l.w.ExecContext(context.WithoutCancel(ctx), `INSERT OR REPLACE INTO llm_cache (key, response, created) VALUES (?, ?, ?)`, key, b, time.Now().UTC().Format(time.RFC3339))
+	// Committed with the other answers and call rows arriving at the same
+	// moment, and not cancellable: the call is paid for, so its answer must
+	// be kept even if the run is being stopped.
+	err = c.l.group.exec(ctx, `INSERT OR REPLACE INTO llm_cache (key, response, created) VALUES (?, ?, ?)`,
+		[]any{key, b, time.Now().UTC().Format(time.RFC3339)}, nil)
 	if err != nil {
 		return fmt.Errorf("storing answer in the cache: %w", err)
 	}
@@ -58,18 +60,18 @@ type llmRecorder struct{ l *Ledger }
 
 func (r llmRecorder) Record(ctx context.Context, c llm.CallRecord) (err error) {
 	defer r.l.classify(&err)
-	// Under spendMu so the stored row and the running total never disagree
-	// with a SpendUSD summing at the same moment (writes are serialised on
-	// one connection anyway).
-	r.l.spendMu.Lock()
-	defer r.l.spendMu.Unlock()
-	_, err = r.l.w.ExecContext(context.WithoutCancel(ctx), `INSERT INTO llm_calls (role, stage, endpoint, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd, latency_ms, attempts, status, error, from_cache, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.Role, c.Stage, c.Endpoint, c.Model, c.Usage.Prompt, c.Usage.Completion, c.Usage.CachedPrompt, c.Usage.Reasoning, c.CostUSD, c.Latency.Milliseconds(), c.Attempts, c.Status, c.Error, c.FromCache, c.Time.UTC().Format(time.RFC3339Nano))
+	// The group commit holds spendMu from before the row is written until
+	// after the running total has its cost, so the two never disagree with
+	// a SpendUSD summing at the same moment.
+	err = r.l.group.exec(ctx, `INSERT INTO llm_calls (role, stage, endpoint, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_usd, latency_ms, attempts, status, error, from_cache, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		[]any{c.Role, c.Stage, c.Endpoint, c.Model, c.Usage.Prompt, c.Usage.Completion, c.Usage.CachedPrompt, c.Usage.Reasoning, c.CostUSD, c.Latency.Milliseconds(), c.Attempts, c.Status, c.Error, c.FromCache, c.Time.UTC().Format(time.RFC3339Nano)},
+		func() {
+			if r.l.spendKnown { // otherwise the first SpendUSD sums the table, this row included
+				r.l.spend += c.CostUSD
+			}
+		})
 	if err != nil {
 		return fmt.Errorf("recording model call: %w", err)
-	}
-	if r.l.spendKnown { // otherwise the first SpendUSD sums the table, this row included
-		r.l.spend += c.CostUSD
 	}
 	return nil
 }

@@ -630,7 +630,7 @@ func (m *merger) copyAll(ctx context.Context) error {
 				{"copying units", `INSERT INTO main.units (key, stage, conversation_id, conv_seq, turn, variant, version, status, attempts, error, raw, output, tokens, reason)
 					SELECT u.key, u.stage, u.conversation_id, m.new, u.turn, u.variant, u.version, u.status, u.attempts, u.error, u.raw, u.output, u.tokens, u.reason
 					FROM s.units u CROSS JOIN temp.cmap m ON m.shard = ` + fmt.Sprint(k) + ` AND m.old = u.conv_seq`},
-				{"copying the answer cache", `INSERT OR IGNORE INTO main.llm_cache SELECT * FROM s.llm_cache`},
+				{"copying the answer cache", `INSERT OR IGNORE INTO main.llm_cache (key, response, created) SELECT key, response, created FROM s.llm_cache`},
 				{"collecting model calls", `INSERT INTO temp.calls SELECT ` + fmt.Sprint(k) + `, * FROM s.llm_calls`},
 				{"copying batches", `INSERT INTO main.batches SELECT id + ` + fmt.Sprint(batchOffset) + `, endpoint, state, remote_status, input_file, remote_id, output_file, error_file, requests, completed, failed, imported, fallback, errors, created, updated FROM s.batches`},
 				{"copying batch requests", `INSERT OR IGNORE INTO main.batch_requests SELECT key, endpoint, role, stage, body, est_usd, state, batch_id + ` + fmt.Sprint(batchOffset) + `, submits, status, error, queued FROM s.batch_requests`},

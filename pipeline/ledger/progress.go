@@ -371,14 +371,18 @@ func less(a, b FailedUnit) bool {
 // only failed units (through the partial index) and is a no-op once done.
 func (l *Ledger) backfillReasons(ctx context.Context) error {
 	for {
-		rows, err := l.w.QueryContext(ctx, `SELECT key, error FROM units WHERE status = 'failed' AND reason = '' LIMIT 1000`)
+		rows, err := l.w.QueryContext(ctx, `SELECT id, error FROM units WHERE status = 'failed' AND reason = '' LIMIT 1000`)
 		if err != nil {
 			return fmt.Errorf("finding failed units without a reason: %w", err)
 		}
-		type kr struct{ key, reason string }
+		type kr struct {
+			id     int64
+			reason string
+		}
 		var batch []kr
 		for rows.Next() {
-			var k, e string
+			var k int64
+			var e string
 			if err := rows.Scan(&k, &e); err != nil {
 				rows.Close()
 				return fmt.Errorf("finding failed units without a reason: %w", err)
@@ -399,7 +403,7 @@ func (l *Ledger) backfillReasons(ctx context.Context) error {
 			return fmt.Errorf("recording failure reasons: %w", err)
 		}
 		for _, b := range batch {
-			if _, err := tx.ExecContext(ctx, `UPDATE units SET reason = ? WHERE key = ?`, b.reason, b.key); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE units SET reason = ? WHERE id = ?`, b.reason, b.id); err != nil {
 				tx.Rollback()
 				return fmt.Errorf("recording failure reasons: %w", err)
 			}

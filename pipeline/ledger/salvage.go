@@ -355,14 +355,19 @@ func (s *salvager) eachTextKey(ctx context.Context, table, col string, c *Salvag
 				return nil
 			}
 			c.Skipped++
+			// Candidates past after, in increasing order: each byte from the
+			// last to the first raised one step at a time. The first that
+			// reads is just past the damage, give or take the keys a raised
+			// byte steps over. A damaged leaf can span a change of the first
+			// byte (an index of short entries holds many keys per page), so
+			// every byte is raised as far as it goes, not only by one.
 			next, ok := "", false
 			for n := len(after); n >= 1 && !ok; n-- {
-				if after[n-1] == 0xff {
-					continue
-				}
-				cand := after[:n-1] + string([]byte{after[n-1] + 1})
-				if _, err := readFrom(cand, 1); err == nil {
-					next, ok = cand, true
+				for b := int(after[n-1]) + 1; b <= 0xff && !ok; b++ {
+					cand := after[:n-1] + string([]byte{byte(b)})
+					if _, err := readFrom(cand, 1); err == nil {
+						next, ok = cand, true
+					}
 				}
 			}
 			if !ok {

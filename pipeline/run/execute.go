@@ -90,7 +90,7 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 		return r.res, err
 	}
 	var err error
-	r.l, err = ledger.Open(ctx, plan.DB, ledger.Options{ReadOnly: !plan.writes()})
+	r.l, err = ledger.Open(ctx, plan.DB, ledger.Options{ReadOnly: !plan.writes(), Log: opts.Log})
 	if err != nil {
 		return r.res, err
 	}
