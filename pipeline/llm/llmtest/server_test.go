@@ -65,6 +65,27 @@ func TestServerRulesLogAndLimit(t *testing.T) {
 	}
 }
 
+// A lean log keeps each call's timing, rule, status and key, not the
+// request itself; rules still see the whole request.
+func TestLeanLog(t *testing.T) {
+	s := llmtest.New(t, llmtest.Options{Lean: true})
+	s.Add(llmtest.Rule{Name: "sys", SystemContains: "judge", Reply: llmtest.Reply{Content: "A"}})
+	if code := postKey(t, s.URL, "k1", `{"model":"m","messages":[{"role":"system","content":"you judge"},{"role":"user","content":"q"}]}`); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	calls := s.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("log of %d calls", len(calls))
+	}
+	c := calls[0]
+	if c.Rule != "sys" || c.Status != 200 || c.Key != "k1" || c.Nth != 1 || c.Time.IsZero() || c.End.Before(c.Time) || c.PromptHash == "" {
+		t.Errorf("lean log lost what it keeps: %+v", c)
+	}
+	if c.Body != nil || c.Header != nil || len(c.Request.Messages) != 0 {
+		t.Errorf("lean log kept the request: %+v", c)
+	}
+}
+
 func postKey(t *testing.T, url, key, body string) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url+"/chat/completions", bytes.NewBufferString(body))
