@@ -7,7 +7,15 @@
 // of work is done only once the ledger has committed it, so a killed process
 // loses nothing that was reported done. All writes go through one connection
 // in batched transactions; reads use a separate pool, which WAL mode lets run
-// beside the writer.
+// beside the writer. Answers and call rows of model calls that finish at the
+// same moment share one transaction too, and each caller returns only once
+// its own row is committed.
+//
+// Tables that grow with the run (units, cached answers, call rows,
+// conversations) are stored in the order they are written, with any hash
+// they are found by in an index beside them: a commit appends to the end of
+// each table instead of rewriting a random page per row, so a stage does not
+// slow as its run grows.
 //
 // One process writes a run file at a time: a writer's Open takes an OS lock
 // on RUN.db.lock that ends with the process (kill -9 included), and a second
