@@ -9,10 +9,9 @@ import (
 // groupCommit commits the one-row writes that many goroutines make at the
 // same moment (an answer for the cache, a row per model call) together, in
 // one transaction, and returns to each caller only once its own row is
-// committed: durability per call is unchanged, but sixty-four calls in
-// flight cost one commit instead of a hundred and twenty-eight, and pages
-// shared by their rows (interior pages, the tail of llm_calls) are written
-// to the WAL once.
+// committed: durability per call is unchanged, but writes that arrive while
+// a commit (or the engine's batch) holds the connection wait for it and then
+// share the next commit instead of taking one each.
 //
 // The first writer to arrive while no commit is under way leads: it takes
 // every queued write, commits them, hands each its result, and passes the
