@@ -35,10 +35,9 @@ fuzz seconds="5":
 # minutes), the planner and limiter at 1k against 100k conversations (issue
 # 9: calls/s ratio, target >= 0.9), and last every command of a heuristic run
 # at 10k, 100k and 1M conversations with its wall time and peak RSS (issue 9;
-# on this 2-core machine the 1M commands took 64 minutes, mostly idle, after
-# generating the input, and ~22 GB of disk; shared with other jobs (load
-# ~20) curate slows several-fold; `just bench-scale 10000,100000` for
-# less). The e2e config
+# the 1M step is about an hour on 2 cores; its figures are in the README's
+# Memory section and its disk needs in BenchmarkScale's doc;
+# `just bench-scale 10000,100000` for less). The e2e config
 # fault-free vs under 30% 429 + 10% 500 runs before the scale table (~2
 # minutes; target: at most 3x, no failed unit), then the LLM-free run over
 # 200k conversations as one process against 4 shards and their merge (issue
