@@ -104,6 +104,9 @@ func (l *Ledger) CommitIngest(ctx context.Context, b IngestBatch) (res IngestRes
 		return res, err
 	}
 	defer enc.Close()
+	if err := l.checkWAL(ctx); err != nil {
+		return res, err
+	}
 	tx, err := l.w.BeginTx(ctx, nil)
 	if err != nil {
 		return res, fmt.Errorf("committing ingest batch: %w", err)
@@ -171,7 +174,7 @@ func (l *Ledger) CommitIngest(ctx context.Context, b IngestBatch) (res IngestRes
 	if err := tx.Commit(); err != nil {
 		return res, fmt.Errorf("committing ingest batch: %w", err)
 	}
-	return res, nil
+	return res, l.checkWAL(ctx)
 }
 
 // Stored is a kept conversation with its position in the run.

@@ -22,13 +22,23 @@
 // writer is refused at once with ErrLocked naming the holder. Read-only opens
 // take no lock.
 //
+// Every page of a run file carries a checksum in bytes its header reserves
+// at the end of each page, kept and checked by the VFS in package pagesum on
+// every page SQLite writes or reads: a byte changed anywhere in the file is
+// an error from the first query that reads its page, never a wrong row (see
+// checksums.go for why pages and not rows). A run file made before this is
+// rewritten with the sums by its first writer.
+//
 // Failures a command must not mistake for ordinary errors are typed and come
-// from every method: ErrDamaged (SQLite reports corruption, or stored data no
-// longer decodes; the first finding is noted in RUN.db.damaged so every later
-// command refuses the file until Check finds it sound again), ErrDiskFull (the
-// commit was rolled back whole; the run resumes once space is freed) and
-// ErrLocked. Check runs SQLite's integrity check and Salvage copies what is
-// readable of a damaged run into a new one; `ac3 doctor` wires both.
+// from every method: ErrDamaged (a page fails its checksum, SQLite reports
+// corruption, or stored data no longer decodes; the first finding is noted in
+// RUN.db.damaged so every later command refuses the file until Check finds it
+// sound again), ErrDiskFull (the commit was rolled back whole; the run resumes
+// once space is freed), ErrLocked, and ErrWALRemoved (RUN.db-wal was removed
+// under a writer: its commits are saved into the file and writing stops).
+// Check reads the whole file (its length, every page's sum, SQLite's
+// integrity check) and Salvage copies what is readable of a damaged run into
+// a new one and reads it back; `ac3 doctor` wires both.
 //
 // Progress counts, per planned stage variant, the tasks done, failed and never
 // attempted and the failed units grouped by reason, from indexes only.

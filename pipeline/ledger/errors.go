@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+
+	"github.com/ac3/ac3/pipeline/ledger/pagesum"
 )
 
 // Sentinels for the failures a command must treat differently from an
@@ -106,6 +108,8 @@ func classify(path string, err error) error {
 		return err
 	}
 	switch {
+	case isChecksumFault(err), isIOErr(err) && pagesum.Faulted(path):
+		return &DamagedError{Path: path, Err: checksumFault{err}}
 	case isDamage(err):
 		return &DamagedError{Path: path, Err: err}
 	case isDiskFull(err):
@@ -113,6 +117,17 @@ func classify(path string, err error) error {
 	}
 	return err
 }
+
+// checksumFault is a page that failed its checksum, said in our words:
+// SQLite's own text for it ("disk I/O error", with whatever errno was last
+// set) would send the user looking at the disk.
+type checksumFault struct{ err error }
+
+func (e checksumFault) Error() string {
+	return "a page of it no longer matches its checksum: its bytes changed after ac3 wrote them"
+}
+
+func (e checksumFault) Unwrap() error { return e.err }
 
 func isDamage(err error) bool {
 	if sqliteDamage(err) {

@@ -90,6 +90,9 @@ func (g *groupCommit) flush(ctx context.Context) {
 // llm_calls never sees a committed call whose cost the running total lacks,
 // nor the reverse.
 func (g *groupCommit) commit(ctx context.Context, batch []*groupWrite) (err error) {
+	if err := g.l.checkWAL(ctx); err != nil {
+		return err
+	}
 	g.l.spendMu.Lock()
 	defer g.l.spendMu.Unlock()
 	tx, err := g.l.w.BeginTx(ctx, nil)
@@ -114,5 +117,5 @@ func (g *groupCommit) commit(ctx context.Context, batch []*groupWrite) (err erro
 			w.after()
 		}
 	}
-	return nil
+	return g.l.checkWAL(ctx)
 }

@@ -8,6 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
+
+	"github.com/ac3/ac3/pipeline/ledger/pagesum"
 )
 
 // sqliteMagic opens every SQLite database file.
@@ -64,6 +67,20 @@ func checkHeader(path string, exclusive bool) error {
 	if h[21] != 64 || h[22] != 32 || h[23] != 32 {
 		return damaged("its header has invalid payload fractions %d/%d/%d", h[21], h[22], h[23])
 	}
+	// The reserve byte switches the page checksums on; the application id
+	// says the file was given them. A changed reserve byte would switch the
+	// checks off unseen, so the two must agree.
+	reserve, marked := summedHeader(h[:])
+	if marked && reserve != pagesum.Reserve {
+		return damaged("its header marks it as a run file with page checksums but reserves %d bytes per page for them, not %d", reserve, pagesum.Reserve)
+	}
+	// SQLite acts on the header (the journal mode, the page count) before
+	// it reads the first page whole, so that page's sum is checked here.
+	if marked {
+		if err := checkFirstPage(f, pageSize); err != nil {
+			return damaged("%v", err)
+		}
+	}
 	if !exclusive {
 		return nil
 	}
@@ -80,4 +97,27 @@ func checkHeader(path string, exclusive bool) error {
 		return damaged("it is %d bytes long but its header counts %d pages of %d bytes: it was cut short", st.Size(), pages, pageSize)
 	}
 	return nil
+}
+
+// checkFirstPage checks the sum of page 1 of a run file that keeps them. A
+// writer's checkpoint may be rewriting that page while it is read, so a
+// mismatch is read again before it counts as damage.
+func checkFirstPage(f *os.File, pageSize int64) error {
+	page := make([]byte, pageSize)
+	for attempt := 0; ; attempt++ {
+		n, err := f.ReadAt(page, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("reading its first page: %w", err)
+		}
+		if int64(n) < pageSize {
+			return fmt.Errorf("it is %d bytes long, shorter than its first page (%d bytes)", n, pageSize)
+		}
+		if pagesum.PageOK(page, 1) {
+			return nil
+		}
+		if attempt == 2 {
+			return fmt.Errorf("its first page (the header and the table of tables) no longer matches its checksum: its bytes changed after ac3 wrote them")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

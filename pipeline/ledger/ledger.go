@@ -15,6 +15,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // registers the sqlite3 driver
 
 	"github.com/ac3/ac3/migrations"
+	"github.com/ac3/ac3/pipeline/ledger/pagesum"
 )
 
 // ErrNotRun is returned by Open with ReadOnly when the file is not a ledger.
@@ -51,6 +52,9 @@ type Ledger struct {
 
 	// group commits cached answers and call rows together (groupCommit).
 	group groupCommit
+
+	// wal notices the write-ahead log removed under a writer (checkWAL).
+	wal walWatch
 
 	closeOnce sync.Once
 	closeErr  error
@@ -103,6 +107,14 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	}
 	// Damage SQLite reports while opening is noted like any other.
 	defer func() { noteDamage(path, err) }()
+	if err := pagesum.Registered(); err != nil {
+		return nil, fmt.Errorf("opening run %s: %w", path, err)
+	}
+	if lock != nil {
+		if err := ensureChecksums(context.WithoutCancel(ctx), path, opts.Log); err != nil {
+			return nil, err
+		}
+	}
 	// Per-connection settings go in the DSN: a PRAGMA sent through Exec would
 	// reach only one connection of the pool.
 	q := url.Values{}
@@ -114,6 +126,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	q.Set("_txlock", "immediate")
 	q.Set("_journal_mode", "WAL")
 	q.Set("cache", "private")
+	q.Set("vfs", pagesum.VFS)
 	mode := "rwc"
 	if opts.ReadOnly {
 		mode = "rw" // still rw: WAL readers must be able to use the shm file
@@ -137,6 +150,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	rq.Set("_busy_timeout", "30000")
 	rq.Set("_foreign_keys", "on")
 	rq.Set("_query_only", "true")
+	rq.Set("vfs", pagesum.VFS)
 	r, err := sql.Open("sqlite3", "file:"+escapePath(path)+"?"+rq.Encode()+"&mode=rw")
 	if err != nil {
 		w.Close()
@@ -146,6 +160,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	l := &Ledger{path: path, w: w, r: r, lock: lock}
 	l.group.l = l
 	if opts.ReadOnly {
+		if !headerSummed(path) && opts.Log != nil {
+			fmt.Fprintf(opts.Log, "note: run %s was made before ac3 kept a checksum on every page, so a damaged byte inside it can pass unnoticed; any command that writes the run (e.g. 'ac3 run' again) adds them, once\n", path)
+		}
 		var n int
 		if err := r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'").Scan(&n); err != nil || n == 0 {
 			l.closeDBs()
@@ -178,6 +195,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	if err := l.backfillReasons(ctx); err != nil {
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
+	}
+	if err := l.checkWAL(ctx); err != nil {
+		l.closeDBs()
+		return nil, err
 	}
 	return l, nil
 }

@@ -91,6 +91,9 @@ func Salvage(ctx context.Context, src, dst string) (SalvageReport, error) {
 	if cerr := l.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing %s: %w", dst, cerr)
 	}
+	if err == nil {
+		err = verifyCopy(ctx, dst, rep)
+	}
 	if err != nil {
 		// Half a recovery must never pass for a whole one.
 		for _, suffix := range []string{"", "-wal", "-shm", LockSuffix} {
@@ -99,6 +102,56 @@ func Salvage(ctx context.Context, src, dst string) (SalvageReport, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// salvageTables names the table each kind of record of a SalvageReport is
+// copied into.
+var salvageTables = map[string]string{
+	"settings": "run_meta", "inputs": "inputs", "drop counts": "drops", "quarantined records": "quarantine",
+	"content hashes": "content_hashes", "conversations": "conversations", "tasks": "tasks", "units": "units",
+	"cached model answers": "llm_cache", "model call records": "llm_calls", "batches": "batches",
+	"batch requests": "batch_requests", "shard identity": "shard", "shard step settings": "shard_steps",
+}
+
+// verifyCopy reads the new run back: it must check sound and hold exactly
+// the records the report says were copied, table by table, or the recovery
+// is not what it claims to be.
+func verifyCopy(ctx context.Context, dst string, rep SalvageReport) error {
+	res, err := Check(ctx, dst)
+	if err != nil {
+		return fmt.Errorf("checking the recovered run %s: %w", dst, err)
+	}
+	if !res.OK {
+		return fmt.Errorf("the recovered run %s does not check sound: %s", dst, res.FirstProblem())
+	}
+	db, err := openReader(dst)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, c := range rep.Counts {
+		table, ok := salvageTables[c.What]
+		if !ok {
+			return fmt.Errorf("verifying the recovered run %s: no table for %q", dst, c.What)
+		}
+		var n int64
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+			return fmt.Errorf("verifying the recovered run %s: counting %s: %w", dst, c.What, err)
+		}
+		if n != c.Copied {
+			return fmt.Errorf("the recovered run %s holds %d %s, but %d were read and copied", dst, n, c.What, c.Copied)
+		}
+	}
+	return nil
+}
+
+// Copied is how many records of every kind the recovery copied.
+func (r SalvageReport) Copied() int64 {
+	var n int64
+	for _, c := range r.Counts {
+		n += c.Copied
+	}
+	return n
 }
 
 type salvager struct {
@@ -190,7 +243,11 @@ func (s *salvager) run(ctx context.Context, rep *SalvageReport) error {
 // lost is how many rows of table the old file says it has beyond the
 // copied ones, or -1 when it cannot count them either.
 func (s *salvager) lost(ctx context.Context, table string, copied int64) int64 {
-	if !s.hasTable(ctx, table) {
+	has, err := s.tableExists(ctx, table)
+	if err != nil {
+		return -1 // the file's table of tables cannot be read either
+	}
+	if !has {
 		return 0 // a table newer than the file
 	}
 	var n int64
@@ -730,9 +787,16 @@ func (s *salvager) task(ctx context.Context, k taskKind, seq int64, reasonCol st
 // hasTable reports whether the old file has table (files made before a
 // migration lack its tables).
 func (s *salvager) hasTable(ctx context.Context, table string) bool {
+	has, err := s.tableExists(ctx, table)
+	return err == nil && has
+}
+
+// tableExists is hasTable, saying when the file's table of tables cannot be
+// read to tell.
+func (s *salvager) tableExists(ctx context.Context, table string) (bool, error) {
 	var n int
 	err := s.src.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n)
-	return err == nil && n > 0
+	return n > 0, err
 }
 
 // batches copies the run's batches: without them a salvaged run would not

@@ -74,6 +74,9 @@ func (l *Ledger) CommitTasks(ctx context.Context, results []TaskResult) (err err
 	if len(results) == 0 {
 		return nil
 	}
+	if err := l.checkWAL(ctx); err != nil {
+		return err
+	}
 	tx, err := l.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("committing %d tasks: %w", len(results), err)
@@ -108,7 +111,7 @@ func (l *Ledger) CommitTasks(ctx context.Context, results []TaskResult) (err err
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("committing %d tasks: %w", len(results), err)
 	}
-	return nil
+	return l.checkWAL(ctx)
 }
 
 // Variant is one configured variant of a stage and its current version.
