@@ -66,7 +66,9 @@ var allowed = map[string][]string{
 	"pipeline/prompt/prompttest": domain,
 	"pipeline/tokens":            domain,
 	"io/record":                  domain,
-	"pipeline/ledger":            with(domain, "io/record", "pipeline/llm", "migrations"),
+	"pipeline/ledger":            with(domain, "io/record", "pipeline/llm", "migrations", "pipeline/ledger/pagesum"),
+	// pagesum is the run file's page-checksum VFS (C, on SQLite).
+	"pipeline/ledger/pagesum": {},
 	// batch drives an endpoint's batch API for the requests a run queued.
 	"pipeline/llm/batch": with(domain, "pipeline/llm", "pipeline/ledger"),
 
