@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -17,6 +18,7 @@ func llmFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-cache", Usage: "neither read nor write the run's answer cache (every call is paid again)"},
 		&cli.Float64Flag{Name: "budget-usd", Usage: "stop taking new work before spend (so far plus in flight) would pass this many dollars"},
 		&cli.BoolFlag{Name: "batch", Usage: "send every role's requests through the endpoints' batch API (half price, answers within 24h; see ac3 batch)"},
+		&cli.DurationFlag{Name: "unreachable", Usage: "stop (exit 3, the work left pending) once an endpoint has been unreachable this long: its host does not resolve, connections are refused or TLS fails (default: each endpoint's limits.unreachable, else 60s)"},
 	}
 }
 
@@ -34,7 +36,23 @@ func modelFlags(c *cli.Context, e *env) (*config.File, run.Model, error) {
 	if budget == 0 && cfg != nil {
 		budget = cfg.Run.BudgetUSD
 	}
-	return cfg, config.WithBatch(config.Model(cfg, e.getenv, c.Bool("no-cache"), budget), c.Bool("batch")), nil
+	m := config.WithBatch(config.Model(cfg, e.getenv, c.Bool("no-cache"), budget), c.Bool("batch"))
+	if c.IsSet("unreachable") {
+		d := c.Duration("unreachable")
+		if d <= 0 {
+			return nil, run.Model{}, fmt.Errorf("--unreachable %s: want a positive duration (e.g. 60s, 5m)", d)
+		}
+		if m.Options != nil {
+			// A copy: the endpoints may be shared with the config.
+			opts := *m.Options
+			opts.Endpoints = slices.Clone(opts.Endpoints)
+			for i := range opts.Endpoints {
+				opts.Endpoints[i].Limits.Unreachable = d
+			}
+			m.Options = &opts
+		}
+	}
+	return cfg, m, nil
 }
 
 func llmCommand(e *env) *cli.Command {

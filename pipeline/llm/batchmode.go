@@ -1,12 +1,15 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -238,8 +241,17 @@ func (b RemoteBatch) Terminal() bool {
 
 // BatchAPI is an endpoint's files and batches API (OpenAI's, and the
 // providers' that copy it), with the endpoint's key, headers and query.
+//
+// Its errors are classified as online calls' are: a rejected key (401), a
+// forbidden resource (403), a missing resource or API (404) and an
+// exhausted quota are a *FatalError, and an endpoint that cannot be
+// reached is retried until it has been unreachable for its
+// Limits.Unreachable, then is an *UnreachableError; both stop the run
+// (errors.Is ErrFatal) with the same line as online.
 type BatchAPI struct {
 	name    string
+	c       *Client
+	ep      *endpoint
 	files   openai.FileService
 	batches openai.BatchService
 }
@@ -251,45 +263,121 @@ func (c *Client) BatchAPI(name string) (*BatchAPI, error) {
 		return nil, fmt.Errorf("batch API: unknown endpoint %q", name)
 	}
 	opts := serviceOptions(ep.cfg, c.opts.HTTPClient)
-	return &BatchAPI{name: name, files: openai.NewFileService(opts...), batches: openai.NewBatchService(opts...)}, nil
+	return &BatchAPI{name: name, c: c, ep: ep, files: openai.NewFileService(opts...), batches: openai.NewBatchService(opts...)}, nil
 }
 
-// Upload uploads a batch input file and returns its id.
-func (a *BatchAPI) Upload(ctx context.Context, filename string, r io.Reader) (string, error) {
-	f, err := a.files.New(ctx, openai.FileNewParams{File: openai.File(r, filename, "application/jsonl"), Purpose: openai.FilePurposeBatch})
-	if err != nil {
-		return "", fmt.Errorf("endpoint %s: uploading %s: %s", a.name, filename, transportReason(err))
+// call runs op, one request to the batch API described by what, and
+// classifies its error: while the endpoint cannot be reached op is tried
+// again with backoff, until the endpoint's unreachable time runs out.
+func (a *BatchAPI) call(ctx context.Context, what string, op func(context.Context) error) error {
+	for n := 1; ; n++ {
+		err := op(ctx)
+		if err == nil {
+			a.ep.reach.answered()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("endpoint %s: %s: %w", a.name, what, ctx.Err())
+		}
+		var apiErr *openai.Error
+		if errors.As(err, &apiErr) {
+			a.ep.reach.answered()
+			notFound := "check the endpoint's base URL and that its server has a batch API (without one, batch.files: true queues the requests for 'ac3 batch export')"
+			if fe := fatalStatus(a.ep.cfg, apiErr.StatusCode, apiErr.Message, apiErr.RawJSON(), notFound); fe != nil {
+				return fe
+			}
+			return fmt.Errorf("endpoint %s: %s: %s", a.name, what, transportReason(err))
+		}
+		reason, hint, ok := unreachable(err)
+		if !ok {
+			return fmt.Errorf("endpoint %s: %s: %s", a.name, what, transportReason(err))
+		}
+		wait, first, fatal := a.c.unreachableAfter(a.ep, n, reason, hint, time.Now())
+		if fatal != nil {
+			a.c.emit(Event{Kind: EventFatal, Endpoint: a.name, Attempt: n, Err: errorText(fatal)})
+			return fatal
+		}
+		if first {
+			a.c.emit(Event{Kind: EventUnreachable, Endpoint: a.name, Attempt: n, Wait: a.ep.cfg.Limits.Unreachable, Err: "endpoint " + a.name + ": " + reason})
+		}
+		if err := (waiter{ctx: ctx}).sleep(wait); err != nil {
+			return fmt.Errorf("endpoint %s: %s: %w", a.name, what, err)
+		}
 	}
-	return f.ID, nil
+}
+
+// Upload uploads a batch input file and returns its id. An r that is not
+// an io.Seeker is read into memory first, so that the upload can be tried
+// again while the endpoint is unreachable.
+func (a *BatchAPI) Upload(ctx context.Context, filename string, r io.Reader) (string, error) {
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return "", fmt.Errorf("endpoint %s: reading %s to upload it: %w", a.name, filename, err)
+		}
+		rs = bytes.NewReader(b)
+	}
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return "", fmt.Errorf("endpoint %s: uploading %s: %w", a.name, filename, err)
+	}
+	var id string
+	err = a.call(ctx, "uploading "+filename, func(ctx context.Context) error {
+		if _, err := rs.Seek(start, io.SeekStart); err != nil {
+			return err
+		}
+		f, err := a.files.New(ctx, openai.FileNewParams{File: openai.File(rs, filename, "application/jsonl"), Purpose: openai.FilePurposeBatch})
+		if err == nil {
+			id = f.ID
+		}
+		return err
+	})
+	return id, err
 }
 
 // Create creates a batch over an uploaded input file (chat completions,
 // 24-hour window) with metadata.
 func (a *BatchAPI) Create(ctx context.Context, inputFile string, metadata map[string]string) (RemoteBatch, error) {
-	b, err := a.batches.New(ctx, openai.BatchNewParams{
-		InputFileID: inputFile, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
-		CompletionWindow: openai.BatchNewParamsCompletionWindow24h, Metadata: shared.Metadata(metadata),
+	var b *openai.Batch
+	err := a.call(ctx, "creating a batch for file "+inputFile, func(ctx context.Context) error {
+		var err error
+		b, err = a.batches.New(ctx, openai.BatchNewParams{
+			InputFileID: inputFile, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
+			CompletionWindow: openai.BatchNewParamsCompletionWindow24h, Metadata: shared.Metadata(metadata),
+		})
+		return err
 	})
 	if err != nil {
-		return RemoteBatch{}, fmt.Errorf("endpoint %s: creating a batch for file %s: %s", a.name, inputFile, transportReason(err))
+		return RemoteBatch{}, err
 	}
 	return remote(b), nil
 }
 
 // Get retrieves a batch.
 func (a *BatchAPI) Get(ctx context.Context, id string) (RemoteBatch, error) {
-	b, err := a.batches.Get(ctx, id)
+	var b *openai.Batch
+	err := a.call(ctx, "retrieving batch "+id, func(ctx context.Context) error {
+		var err error
+		b, err = a.batches.Get(ctx, id)
+		return err
+	})
 	if err != nil {
-		return RemoteBatch{}, fmt.Errorf("endpoint %s: retrieving batch %s: %s", a.name, id, transportReason(err))
+		return RemoteBatch{}, err
 	}
 	return remote(b), nil
 }
 
 // Cancel asks the endpoint to cancel a batch.
 func (a *BatchAPI) Cancel(ctx context.Context, id string) (RemoteBatch, error) {
-	b, err := a.batches.Cancel(ctx, id)
+	var b *openai.Batch
+	err := a.call(ctx, "cancelling batch "+id, func(ctx context.Context) error {
+		var err error
+		b, err = a.batches.Cancel(ctx, id)
+		return err
+	})
 	if err != nil {
-		return RemoteBatch{}, fmt.Errorf("endpoint %s: cancelling batch %s: %s", a.name, id, transportReason(err))
+		return RemoteBatch{}, err
 	}
 	return remote(b), nil
 }
@@ -298,24 +386,37 @@ func (a *BatchAPI) Cancel(ctx context.Context, id string) (RemoteBatch, error) {
 // a batch created over inputFile: a run that was killed between creating
 // a batch and recording it finds it again instead of creating another.
 func (a *BatchAPI) FindByInput(ctx context.Context, inputFile string, scan int) (RemoteBatch, bool, error) {
-	pager := a.batches.ListAutoPaging(ctx, openai.BatchListParams{Limit: param.NewOpt(int64(100))})
-	for n := 0; n < scan && pager.Next(); n++ {
-		b := pager.Current()
-		if b.InputFileID == inputFile {
-			return remote(&b), true, nil
+	var (
+		found RemoteBatch
+		ok    bool
+	)
+	err := a.call(ctx, "listing batches", func(ctx context.Context) error {
+		pager := a.batches.ListAutoPaging(ctx, openai.BatchListParams{Limit: param.NewOpt(int64(100))})
+		for n := 0; n < scan && pager.Next(); n++ {
+			b := pager.Current()
+			if b.InputFileID == inputFile {
+				found, ok = remote(&b), true
+				return nil
+			}
 		}
+		return pager.Err()
+	})
+	if err != nil {
+		return RemoteBatch{}, false, err
 	}
-	if err := pager.Err(); err != nil {
-		return RemoteBatch{}, false, fmt.Errorf("endpoint %s: listing batches: %s", a.name, transportReason(err))
-	}
-	return RemoteBatch{}, false, nil
+	return found, ok, nil
 }
 
 // Content opens a file's content (an output or error file).
 func (a *BatchAPI) Content(ctx context.Context, fileID string) (io.ReadCloser, error) {
-	resp, err := a.files.Content(ctx, fileID)
+	var resp *http.Response
+	err := a.call(ctx, "reading file "+fileID, func(ctx context.Context) error {
+		var err error
+		resp, err = a.files.Content(ctx, fileID)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("endpoint %s: reading file %s: %s", a.name, fileID, transportReason(err))
+		return nil, err
 	}
 	return resp.Body, nil
 }

@@ -150,6 +150,8 @@ type endpoint struct {
 	tpm  *tokenBucket
 	conc *aimd
 	gate *gate
+	// reach measures how long the endpoint has been unreachable.
+	reach reach
 }
 
 // flight is a cache miss being fetched; identical requests wait for it
@@ -444,17 +446,20 @@ func (c *Client) EstimateCost(role string, promptTokens, completionTokens int) (
 // requests in flight at the same time are sent once.
 //
 // Rate-limit answers (429, and 503/529 with a Retry-After) are waited out
-// for up to Limits.Patience; other transient failures (5xx, timeouts,
-// resets, malformed bodies) are retried up to MaxAttempts.
+// for up to Limits.Patience; an endpoint that cannot be reached (DNS,
+// refused connections, TLS) is retried until it has gone
+// Limits.Unreachable without an answer; other transient failures (5xx,
+// timeouts, resets, malformed bodies) are retried up to MaxAttempts.
 //
 // Errors: ErrUnknownRole for an unbound role; ErrBudgetExceeded (wrapped)
 // when the budget refuses the estimate, or was reached while the call
 // waited; ErrStopped when Options.Stop closed while it waited; a
 // *FatalError (errors.Is ErrFatal) for 401/403/404 and exhausted quota,
-// after which every call to that endpoint fails at once with the same
-// error; a *CallError for 400/422 and other client errors, for 5xx once
-// MaxAttempts are spent, and for 429 once Patience is spent; the context's
-// error when ctx ends. A Cache or Recorder failure is returned wrapped, with
+// and an *UnreachableError (also fatal) for an endpoint unreachable for
+// Limits.Unreachable, after either of which every call to that endpoint
+// fails at once with the same error; a *CallError for 400/422 and other
+// client errors, for 5xx once MaxAttempts are spent, and for 429 once
+// Patience is spent; the context's error when ctx ends. A Cache or Recorder failure is returned wrapped, with
 // a valid Response when the answer itself arrived.
 func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	start := time.Now()
@@ -542,7 +547,7 @@ func (c *Client) follow(ctx context.Context, req Request, p *prepared, f *flight
 	if !f.answered {
 		rec := CallRecord{
 			Time: start, Role: req.Role, Stage: req.Stage, Endpoint: p.ep.cfg.Name, Model: p.ep.cfg.Model,
-			Key: p.key, Latency: time.Since(start), Status: StatusFailed, Error: f.err.Error(),
+			Key: p.key, Latency: time.Since(start), Status: StatusFailed, Error: errorText(f.err),
 		}
 		if IsFatal(f.err) {
 			rec.Status = StatusFatal
@@ -590,7 +595,7 @@ func (c *Client) fetch(ctx context.Context, req Request, p *prepared, start time
 		if IsFatal(err) {
 			rec.Status = StatusFatal
 		}
-		rec.Error = err.Error()
+		rec.Error = errorText(err)
 		if rerr := c.record(ctx, rec); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
@@ -689,6 +694,10 @@ type outcome struct {
 	hasWait   bool
 	err       error
 	refundTPM bool
+	// unreachable: the endpoint cannot be reached (see unreachable);
+	// bounded by Limits.Unreachable, not MaxAttempts.
+	unreachable  bool
+	reason, hint string
 }
 
 // send runs the attempt loop. It returns the last HTTP status seen.
@@ -705,9 +714,10 @@ func (c *Client) send(ctx context.Context, w waiter, req Request, p *prepared) (
 	var (
 		last         outcome
 		resp         Response
-		failures     int       // attempts that failed other than by a rate limit
+		failures     int       // attempts that failed other than by a rate limit or unreachability
 		limitedRun   int       // rate-limit answers since the last other outcome, for backoff
 		limitedSince time.Time // first rate-limit answer of this call
+		downRun      int       // unreachable failures in a row, for backoff
 	)
 	for sent := 1; ; sent++ {
 		if err := ep.gate.fatalErr(); err != nil {
@@ -731,6 +741,9 @@ func (c *Client) send(ctx context.Context, w waiter, req Request, p *prepared) (
 		ep.conc.release()
 		now := time.Now()
 		last = out
+		if out.status > 0 {
+			ep.reach.answered() // any HTTP answer shows the server is there
+		}
 		if h := r.Headers; h != nil {
 			resp.Headers = h
 			if d, ok := rateLimitPause(h, now); ok && d > 0 && ep.gate.pause(d) {
@@ -768,6 +781,31 @@ func (c *Client) send(ctx context.Context, w waiter, req Request, p *prepared) (
 			}
 		}
 		var wait time.Duration
+		if out.unreachable {
+			// Not a server in trouble: the breaker and MaxAttempts are
+			// for those. The endpoint's unreachable time bounds it, for
+			// every call to it together.
+			downRun++
+			var first bool
+			var fatal error
+			wait, first, fatal = c.unreachableAfter(ep, downRun, out.reason, out.hint, now)
+			if fatal != nil {
+				ep.gate.setFatal(fatal)
+				fatal = ep.gate.fatalErr() // the first call to give up set it
+				c.emit(Event{Kind: EventFatal, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: sent, Err: errorText(fatal)})
+				return resp, 0, fatal
+			}
+			if first {
+				c.emit(Event{Kind: EventUnreachable, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: sent,
+					Wait: ep.cfg.Limits.Unreachable, Err: out.err.Error()})
+			}
+			c.emit(Event{Kind: EventRetry, Endpoint: name, Role: req.Role, Stage: req.Stage, Attempt: sent, Wait: wait, Err: out.err.Error()})
+			if err := w.sleep(wait); err != nil {
+				return resp, 0, err
+			}
+			continue
+		}
+		downRun = 0
 		if out.limited {
 			if limitedSince.IsZero() {
 				limitedSince = now
@@ -957,16 +995,20 @@ func (c *Client) classify(ctx, actx context.Context, ep *endpoint, hr *http.Resp
 	if hr == nil || hr.StatusCode < 400 {
 		// Transport failures (reset, EOF, refused) and unreadable bodies
 		// (truncated JSON) are worth another try.
-		return outcome{status: statusOf(hr), retry: true, err: fmt.Errorf("endpoint %s: %s", name, transportReason(err))}
+		o := outcome{status: statusOf(hr), retry: true, err: fmt.Errorf("endpoint %s: %s", name, transportReason(err))}
+		if hr == nil {
+			o.reason, o.hint, o.unreachable = unreachable(err)
+		}
+		return o
 	}
 	status := hr.StatusCode
 	msg, raw := errorBody(hr, err)
 	ce := &CallError{Endpoint: name, Status: status, Message: msg, Raw: raw}
+	if fe := fatalStatus(ep.cfg, status, msg, raw, modelNotFound(ep.cfg)); fe != nil {
+		return outcome{status: status, err: fe}
+	}
 	switch {
 	case status == http.StatusTooManyRequests:
-		if strings.Contains(raw, "insufficient_quota") {
-			return outcome{status: status, err: &FatalError{Endpoint: name, Status: status, Message: msg, Hint: "billing quota exhausted: check the account's plan and credits"}}
-		}
 		if strings.Contains(strings.ToLower(msg), "request too large") {
 			// One request bigger than the tokens-per-minute limit: no wait
 			// makes it fit, so it fails its unit now.
@@ -979,12 +1021,6 @@ func (c *Client) classify(ctx, actx context.Context, ep *endpoint, hr *http.Resp
 			o.wait, o.hasWait = rateLimitPause(hr.Header, time.Now())
 		}
 		return o
-	case status == http.StatusUnauthorized:
-		return outcome{status: status, err: &FatalError{Endpoint: name, Status: status, Message: msg, Hint: "check " + ep.cfg.APIKeyEnv}}
-	case status == http.StatusForbidden:
-		return outcome{status: status, err: &FatalError{Endpoint: name, Status: status, Message: msg, Hint: "the key may not use model " + ep.cfg.Model + "; check " + ep.cfg.APIKeyEnv + " and the account's access"}}
-	case status == http.StatusNotFound:
-		return outcome{status: status, err: &FatalError{Endpoint: name, Status: status, Message: msg, Hint: "check the model name " + ep.cfg.Model + " and the endpoint's base URL"}}
 	case status == http.StatusRequestTimeout || status == http.StatusConflict || status >= 500:
 		ce.Retryable = true
 		// 503 and 529 are how overloaded servers (vLLM behind a proxy,

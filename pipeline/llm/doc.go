@@ -15,7 +15,12 @@
 //     (AIMD) concurrency limit, endpoint-wide pauses when x-ratelimit-*
 //     headers say the key's budget is spent, a per-attempt timeout, and a
 //     circuit breaker. 400/422 fail the unit (*CallError); 401/403/404 and an
-//     exhausted quota fail the run (ErrFatal, *FatalError).
+//     exhausted quota fail the run (ErrFatal, *FatalError), and so does an
+//     endpoint that cannot be reached (its host does not resolve,
+//     connections are refused, TLS fails) once it has gone
+//     Limits.Unreachable (default 60s) without an answer
+//     (*UnreachableError, naming the base URL and what to check). The batch
+//     API classifies its faults the same way, with the same messages.
 //   - Two kinds of retry. Rate-limit answers (429, 503/529 with Retry-After)
 //     never fail a unit while the run goes on: each request waits what its
 //     own answer asked (Retry-After, retry-after-ms, x-ratelimit-reset-*,
@@ -23,7 +28,8 @@
 //     transient failures (5xx, timeouts, resets, malformed bodies) are
 //     retried with exponential backoff and full jitter up to MaxAttempts.
 //     Options.Stop (a graceful stop) and a reached Budget end every wait at
-//     once; requests already sent finish and are cached.
+//     once; requests already sent finish and are cached unless ctx ends
+//     first (cmd gives them a few seconds after a Ctrl-C, then cancels).
 //   - Concurrency adapts to overload without collapsing under 429s that do
 //     not depend on load: it is cut at most once per round trip, only when
 //     the share of overload answers rises with concurrency (a cut to a level

@@ -108,10 +108,22 @@ type Limits struct {
 	// unit, and only after Patience do they fail it. Ctrl-C (Options.Stop)
 	// and the budget still end the wait at once.
 	Patience time.Duration
+	// Unreachable is how long the endpoint may stay unreachable — its host
+	// does not resolve, connections are refused, TLS fails — with no
+	// answer before every call to it fails with an *UnreachableError
+	// (default 60s). Until then such failures are retried with backoff,
+	// without using up MaxAttempts. Timeouts, resets, 5xx and 429 are not
+	// unreachability: MaxAttempts and Patience bound them.
+	Unreachable time.Duration
 }
 
 // DefaultPatience is Limits.Patience when none is set.
 const DefaultPatience = 30 * time.Minute
+
+// DefaultUnreachable is Limits.Unreachable when none is set: long enough
+// for a local server to restart, short enough that a wrong URL is known
+// within a minute.
+const DefaultUnreachable = 60 * time.Second
 
 // Price is what an endpoint charges, in US dollars per million tokens.
 // CachedInput applies to prompt tokens the server reports as cached; when it
@@ -144,8 +156,9 @@ func (p Price) ForBatch() Price {
 //
 // Only Name, BaseURL and Model are required. APIKey is the resolved secret;
 // APIKeyEnv is the name of the variable it came from and is used only in
-// messages ("check OPENAI_API_KEY"). Neither the key nor the base URL is part
-// of any cache key, record or error text.
+// messages ("check OPENAI_API_KEY"). The key is part of no cache key,
+// record or error text, and the base URL of none but the *UnreachableError
+// that stops a run, which shows it without credentials or query.
 type Endpoint struct {
 	Name      string
 	BaseURL   string // e.g. https://api.openai.com/v1, http://localhost:8000/v1
@@ -214,6 +227,9 @@ func (e Endpoint) withDefaults() Endpoint {
 	e.Limits.MinConcurrency = min(e.Limits.MinConcurrency, e.Limits.Concurrency)
 	if e.Limits.Patience <= 0 {
 		e.Limits.Patience = DefaultPatience
+	}
+	if e.Limits.Unreachable <= 0 {
+		e.Limits.Unreachable = DefaultUnreachable
 	}
 	if e.Timeout <= 0 {
 		e.Timeout = 2 * time.Minute

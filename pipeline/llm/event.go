@@ -14,6 +14,10 @@ const (
 	EventBreakerOpen  EventKind = "breaker_open"  // too many consecutive failures; the endpoint pauses Wait
 	EventBreakerClose EventKind = "breaker_close" // a call succeeded after the breaker had opened
 	EventFatal        EventKind = "fatal"         // the endpoint returned a fatal error; Err says which
+	// EventUnreachable says, once per outage, that the endpoint cannot be
+	// reached (Err says why); calls retry for Wait (Limits.Unreachable)
+	// before they fail with an *UnreachableError.
+	EventUnreachable EventKind = "unreachable"
 	// EventParseFailures says, once per stage, that many of the stage's
 	// first answers failed to parse (Failures of Answers; see
 	// Options.ParseWarnAfter): Err is the last parser error and Example

@@ -350,6 +350,10 @@ type ImportStats struct {
 	Repeated  int64 // lines for requests already settled (an import run again)
 	Unknown   int64 // lines whose custom_id the run never asked for, or asked of another batch
 	Malformed int64 // lines that could not be read
+	// fatal is the first error line that an online call would have
+	// stopped the run with (a rejected key, an unknown model): the import
+	// finishes, then the run stops with it.
+	fatal error
 }
 
 // importBatch imports the output and error files of an ended batch, then
@@ -403,7 +407,13 @@ func (d *Driver) importBatch(ctx context.Context, b ledger.Batch) error {
 		d.logf("batch %d: %d requests not answered go to the fallback (%s)\n", b.ID, st.Settled, d.o.Fallback)
 	}
 	b.State = ledger.BatchImported
-	return d.o.Ledger.UpdateBatch(ctx, b)
+	if err := d.o.Ledger.UpdateBatch(ctx, b); err != nil {
+		return err
+	}
+	if st.fatal != nil {
+		return fmt.Errorf("batch %d: %w", b.ID, st.fatal)
+	}
+	return nil
 }
 
 // importLine stores one answer, or settles one error line.
@@ -436,6 +446,14 @@ func (d *Driver) importLine(ctx context.Context, b ledger.Batch, r Result, st *I
 		r = Result{CustomID: r.CustomID, Status: 0, Code: "malformed_answer", Message: err.Error()}
 	}
 	state := d.fallback(r.Status, req.Submits)
+	if fatal := d.o.Client.FatalStatus(b.Endpoint, r.Status, r.message(), string(r.Body)); fatal != nil {
+		// Online, this answer stops the run and the unit stays pending:
+		// so here, with the request queued again for the run after the fix.
+		state = ledger.ReqQueued
+		if st.fatal == nil {
+			st.fatal = fatal
+		}
+	}
 	if _, err := d.o.Ledger.SettleRequest(ctx, b.ID, r.CustomID, state, r.Status, r.Reason()); err != nil {
 		return err
 	}

@@ -84,21 +84,28 @@ func (r Result) Reason() string {
 	case r.Status == 0:
 		return r.Message
 	}
-	msg := r.Message
-	if msg == "" {
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(r.Body, &e) == nil {
-			msg = e.Error.Message
-		}
-	}
+	msg := r.message()
 	if msg == "" {
 		return fmt.Sprintf("status %d", r.Status)
 	}
 	return fmt.Sprintf("status %d: %s", r.Status, msg)
+}
+
+// message is the server's explanation of an error line: its message, else
+// the message in its body's OpenAI-style error object.
+func (r Result) message() string {
+	if r.Message != "" {
+		return r.Message
+	}
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(r.Body, &e) == nil {
+		return e.Error.Message
+	}
+	return ""
 }
 
 // outputLine is the wire form of a Result.

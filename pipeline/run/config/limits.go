@@ -15,12 +15,14 @@ import (
 //	  rpm: 600               # requests per minute
 //	  tpm: 2000000           # tokens per minute
 //	  patience: 30m          # how long one request waits out 429s (default 30m)
+//	  unreachable: 60s       # how long the endpoint may be unreachable before the run stops (default 60s)
 type limitsConfig struct {
 	Concurrency    int    `yaml:"concurrency"`
 	MinConcurrency int    `yaml:"min_concurrency"`
 	RPM            int    `yaml:"rpm"`
 	TPM            int    `yaml:"tpm"`
 	Patience       string `yaml:"patience"`
+	Unreachable    string `yaml:"unreachable"`
 }
 
 // check validates the limits; path is the key they sit under, for errors.
@@ -39,13 +41,16 @@ func (l limitsConfig) check(path string) error {
 	case l.MinConcurrency > l.Concurrency:
 		return fmt.Errorf("%s.min_concurrency: %d is above concurrency %d; the adaptive limit moves between the two", path, l.MinConcurrency, l.Concurrency)
 	}
-	if l.Patience != "" {
-		d, err := time.ParseDuration(l.Patience)
+	for _, f := range []struct{ key, v, example string }{{"patience", l.Patience, "30m"}, {"unreachable", l.Unreachable, "60s"}} {
+		if f.v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f.v)
 		if err != nil {
-			return fmt.Errorf("%s.patience: %q is not a duration (e.g. 30m, 2h): %w", path, l.Patience, err)
+			return fmt.Errorf("%s.%s: %q is not a duration (e.g. %s, 2h): %w", path, f.key, f.v, f.example, err)
 		}
 		if d <= 0 {
-			return fmt.Errorf("%s.patience: %s, want a positive duration (e.g. 30m)", path, l.Patience)
+			return fmt.Errorf("%s.%s: %s, want a positive duration (e.g. %s)", path, f.key, f.v, f.example)
 		}
 	}
 	return nil
@@ -56,6 +61,7 @@ func (l limitsConfig) check(path string) error {
 func (l limitsConfig) llm() llm.Limits {
 	out := llm.Limits{Concurrency: l.Concurrency, MinConcurrency: l.MinConcurrency, RPM: l.RPM, TPM: l.TPM}
 	out.Patience, _ = time.ParseDuration(l.Patience) // checked at load; 0 is the default
+	out.Unreachable, _ = time.ParseDuration(l.Unreachable)
 	return out
 }
 

@@ -44,8 +44,8 @@ func TestLimitsAndWindowKeys(t *testing.T) {
 		err                  string // "" when it loads
 	}{
 		{name: "defaults", want: llm.Limits{}},
-		{name: "all limits", endpoint: "concurrency: 16, min_concurrency: 4, rpm: 600, tpm: 90000, patience: 2h",
-			want: llm.Limits{Concurrency: 16, MinConcurrency: 4, RPM: 600, TPM: 90000, Patience: 2 * time.Hour}},
+		{name: "all limits", endpoint: "concurrency: 16, min_concurrency: 4, rpm: 600, tpm: 90000, patience: 2h, unreachable: 5m",
+			want: llm.Limits{Concurrency: 16, MinConcurrency: 4, RPM: 600, TPM: 90000, Patience: 2 * time.Hour, Unreachable: 5 * time.Minute}},
 		{name: "model limits win", endpoint: "concurrency: 16, patience: 2h", model: ", limits: {concurrency: 4, min_concurrency: 1, patience: 90s}",
 			want: llm.Limits{Concurrency: 4, MinConcurrency: 1, Patience: 90 * time.Second}},
 		{name: "window and workers", run: ", window: 64, workers: 3", window: 64, workers: 3},
@@ -54,12 +54,15 @@ func TestLimitsAndWindowKeys(t *testing.T) {
 		{name: "patience not a duration", endpoint: "patience: forever", err: `endpoints.e.limits.patience: "forever" is not a duration`},
 		{name: "patience without unit", endpoint: "patience: 30", err: "endpoints.e.limits.patience"},
 		{name: "patience zero", endpoint: "patience: 0s", err: "endpoints.e.limits.patience: 0s, want a positive duration"},
+		{name: "unreachable not a duration", endpoint: "unreachable: never", err: `endpoints.e.limits.unreachable: "never" is not a duration (e.g. 60s`},
+		{name: "unreachable negative", endpoint: "unreachable: -1s", err: "endpoints.e.limits.unreachable: -1s, want a positive duration"},
+		{name: "bad model unreachable", model: ", limits: {unreachable: 0s}", err: "models.m.limits.unreachable: 0s"},
 		{name: "min above concurrency", endpoint: "concurrency: 4, min_concurrency: 8", err: "endpoints.e.limits.min_concurrency: 8 is above concurrency 4"},
 		{name: "min without concurrency", endpoint: "min_concurrency: 2", err: "endpoints.e.limits.min_concurrency: set concurrency beside it"},
 		{name: "negative rpm", endpoint: "rpm: -5", err: "endpoints.e.limits.rpm: -5"},
 		{name: "negative concurrency", endpoint: "concurrency: -1", err: "endpoints.e.limits.concurrency: -1"},
 		{name: "bad model limits", model: ", limits: {patience: soon}", err: "models.m.limits.patience"},
-		{name: "unknown limit key", endpoint: "burst: 3", err: "line 3: endpoints.e.limits.burst: unknown setting (known: concurrency, min_concurrency, patience, rpm, tpm)"},
+		{name: "unknown limit key", endpoint: "burst: 3", err: "line 3: endpoints.e.limits.burst: unknown setting (known: concurrency, min_concurrency, patience, rpm, tpm, unreachable)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
