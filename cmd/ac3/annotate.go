@@ -27,6 +27,7 @@ func annotateCommand(e *env) *cli.Command {
 			workersFlag(4, "conversations annotated"),
 			windowFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the planned model calls and an estimated cost, change nothing"},
+			acceptFailedFlag,
 		}, append(llmFlags(), shardFlags()...)...),
 		Action: func(c *cli.Context) error {
 			a, replies, err := annotateFrom(c)

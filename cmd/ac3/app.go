@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ type env struct {
 // The exit statuses, as the manual states them.
 const (
 	exitError   = 1 // the command could not do its work
-	exitFailed  = 2 // it finished, but some units failed
+	exitFailed  = 2 // it finished, but units of its stages are recorded as failed (by any pass)
 	exitStopped = 3 // it stopped before the end; run it again to continue
 	exitLocked  = 4 // another process is writing the run file; nothing was done
 	exitDamaged = 5 // the run file is damaged; 'ac3 doctor' says what can be saved
@@ -130,21 +131,54 @@ func execute(c *cli.Context, e *env, plan run.Plan, opts run.Options) error {
 	if res.Stopped {
 		return &exitStatus{code: exitStopped}
 	}
-	if failed := res.FailedTasks(); len(failed) > 0 {
-		var n int64
-		var where []string
-		for _, s := range failed {
-			n += s.Failed
-			where = append(where, fmt.Sprintf("%s %d", s.Stage, s.Failed))
-		}
-		retry := "ac3 retry --db " + plan.DB
-		if len(failed) == 1 {
-			retry += " --stage " + failed[0].Stage
-		}
-		fmt.Fprintf(e.stdout, "%d tasks have failed units (%s); each keeps its error and the model's raw answer, and '%s' queues them again\n", n, strings.Join(where, ", "), retry)
-		return &exitStatus{code: exitFailed}
+	return failedUnits(c, e, plan.DB, res)
+}
+
+// acceptFailedFlag lets a command whose stages have failed units end with
+// status 0: the units stay failed (and are left out of what reads them)
+// until 'ac3 retry' queues them again.
+var acceptFailedFlag = &cli.BoolFlag{Name: "accept-failed", Usage: "end with status 0 although units of the stages this command covers are recorded as failed (by this pass or an earlier one); they stay failed, and 'ac3 retry' still queues them again. Without it such a command exits 2, on every pass, until they are retried"}
+
+// failedUnits ends a command with the run's state rather than the pass's:
+// failed units recorded in the run file for the stages the command covered
+// give exit 2 and one line per stage variant, whichever pass recorded them,
+// until they are retried or accepted with --accept-failed.
+func failedUnits(c *cli.Context, e *env, db string, res run.Result) error {
+	if len(res.Failed) == 0 {
+		return nil
 	}
-	return nil
+	var tasks int64
+	var where, stages []string
+	for _, f := range res.Failed {
+		tasks += f.Tasks
+		where = append(where, fmt.Sprintf("%s/%s %d", f.Stage, f.Variant, f.Tasks))
+		if !slices.Contains(stages, f.Stage) {
+			stages = append(stages, f.Stage)
+		}
+		line := fmt.Sprintf("failed: %s/%s: %d tasks, %d units", f.Stage, f.Variant, f.Tasks, f.Units)
+		if len(f.Groups) > 0 {
+			g := f.Groups[0]
+			line += fmt.Sprintf("; %d with %q, e.g. conversation %s turn %d", g.Units, g.Reason, g.Example.ConvID, g.Example.Turn)
+			if len(f.Groups) > 1 {
+				line += fmt.Sprintf(" (and %d other reasons: 'ac3 status --db %s')", len(f.Groups)-1, db)
+			}
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+	retry := make([]string, len(stages))
+	for i, s := range stages {
+		retry[i] = fmt.Sprintf("'ac3 retry --db %s --stage %s'", db, s)
+	}
+	if res.Blocked != "" {
+		fmt.Fprintln(e.stdout, res.Blocked)
+	}
+	what := fmt.Sprintf("%d tasks have failed units recorded in the run (%s), each with its error and the model's raw answer", tasks, strings.Join(where, ", "))
+	if c.Bool(acceptFailedFlag.Name) && res.Blocked == "" {
+		fmt.Fprintf(e.stdout, "%s; accepted (--accept-failed): they stay failed until %s queues them again\n", what, strings.Join(retry, " and "))
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "%s: %s queues them again for the next run of this command; --accept-failed accepts them\n", what, strings.Join(retry, " and "))
+	return &exitStatus{code: exitFailed}
 }
 
 // exitCode maps a command's error to the process's exit status.
@@ -159,6 +193,8 @@ func exitCode(err error) int {
 		return exitDamaged
 	case errors.Is(err, ledger.ErrDiskFull):
 		return exitFull
+	case errors.Is(err, ledger.ErrWALRemoved):
+		return exitStopped // its commits were saved: the same command goes on
 	case errors.As(err, &es):
 		return es.code
 	case run.IsStop(err):

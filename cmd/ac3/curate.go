@@ -27,6 +27,7 @@ func curateCommand(e *env) *cli.Command {
 			workersFlag(2, "conversations curated"),
 			windowFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print what would be done, do nothing"},
+			acceptFailedFlag,
 		}, append(append(ac3Flags(), llmFlags()...), shardFlags()...)...),
 		Action: func(c *cli.Context) error {
 			cfg, m, err := modelFlags(c, e)

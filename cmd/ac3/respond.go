@@ -20,6 +20,7 @@ func respondCommand(e *env) *cli.Command {
 			windowFlag(),
 			modelWorkersFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and the estimated cost, call nothing"},
+			acceptFailedFlag,
 		),
 		Action: func(c *cli.Context) error {
 			cfg, m, err := modelFlags(c, e)

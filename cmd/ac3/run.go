@@ -23,6 +23,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.IntFlag{Name: "workers", Usage: fmt.Sprintf(workersUsage, "conversations handled") + " (default run.workers, else one per core)"},
 			&cli.IntFlag{Name: "window", Usage: windowUsage + " (default run.window)"},
 			&cli.BoolFlag{Name: "batch", Usage: "send every role's requests through the endpoints' batch API (half price, answers within 24h; see ac3 batch)"},
+			acceptFailedFlag,
 		}, shardFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := config.Load(c.String("config"), e.getenv)

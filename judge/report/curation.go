@@ -88,20 +88,31 @@ type ResetBin struct {
 // AnalysisCostRow is what a model-backed strategy's own calls took. The
 // analysis of a turn is shared by every AC3 operator of the run and each
 // records it, so compare rows, never add them up.
+//
+// Every number depends on the curated turns alone (curate.CostStats): the
+// dollars price the answers the turns used at the configured price, so
+// they are the same after any number of interruptions and in batch mode.
+// What each pass paid, and how many answers came from the run's cache, is
+// the spend table's (Cost). The dollars are NaN when UnpricedCalls are
+// above 0: turns curated by an ac3 that kept only what each pass paid.
 type AnalysisCostRow struct {
 	Strategy             string `json:"strategy"`
 	Turns                int    `json:"turns"`
 	AnalyzedTurns        int    `json:"analyzed_turns"`
 	AnalysisCalls        int    `json:"analysis_calls"`
 	OperatorCalls        int    `json:"operator_calls"`
-	CachedCalls          int    `json:"cached_calls"`
 	PromptTokens         int    `json:"prompt_tokens"`
 	CompletionTokens     int    `json:"completion_tokens"`
 	AnalysisUSD          Num    `json:"analysis_usd"`
 	OperatorUSD          Num    `json:"operator_usd"`
+	UnpricedCalls        int    `json:"unpriced_calls"`
 	PerAnalyzedTurnUSD   Num    `json:"per_analyzed_turn_usd"`
 	PerAnalyzedTurnCalls Num    `json:"per_analyzed_turn_calls"`
 }
+
+// analysisCostPricing says what the analysis-cost dollars are, under the
+// table in report.md and report.html.
+const analysisCostPricing = "Dollars price the answers the curated turns used at the configured price of the model, whichever pass or mode (online or batch) paid for them, so they do not change with interruptions; what the run paid, and how often an answer came from its cache, is in the cost by role."
 
 // tokAcc sums context tokens.
 type tokAcc struct {
@@ -240,12 +251,17 @@ func (c *curationFold) fill(r *Report, level float64) {
 	}
 	for _, s := range c.costs.Stats() {
 		row := AnalysisCostRow{Strategy: s.Strategy, Turns: s.Turns, AnalyzedTurns: s.AnalyzedTurns,
-			AnalysisCalls: s.AnalysisCalls, OperatorCalls: s.OperatorCalls, CachedCalls: s.CachedCalls,
+			AnalysisCalls: s.AnalysisCalls, OperatorCalls: s.OperatorCalls,
 			PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens,
-			AnalysisUSD: Num(s.AnalysisUSD), OperatorUSD: Num(s.OperatorUSD),
+			AnalysisUSD: Num(s.AnalysisUSD), OperatorUSD: Num(s.OperatorUSD), UnpricedCalls: s.UnpricedCalls,
 			PerAnalyzedTurnUSD: Num(math.NaN()), PerAnalyzedTurnCalls: Num(math.NaN())}
 		if s.AnalyzedTurns > 0 {
 			row.PerAnalyzedTurnUSD, row.PerAnalyzedTurnCalls = Num(s.PerAnalyzedTurnUSD), Num(s.PerAnalyzedTurnCalls)
+		}
+		if s.UnpricedCalls > 0 {
+			// A sum that leaves calls out would be read as the cost.
+			row.AnalysisUSD, row.OperatorUSD, row.PerAnalyzedTurnUSD = Num(math.NaN()), Num(math.NaN()), Num(math.NaN())
+			r.Notes = append(r.Notes, fmt.Sprintf("analysis cost of %s: %d of its calls were recorded by an older ac3, which kept what each pass paid rather than the price of the answers; its dollars are left out (the spend table has what was paid; curating its turns again, from the cache, prices them)", s.Strategy, s.UnpricedCalls))
 		}
 		r.AnalysisCost = append(r.AnalysisCost, row)
 	}

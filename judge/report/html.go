@@ -103,6 +103,7 @@ svg{display:block;margin:.4rem 0 1rem;max-width:100%;height:auto}svg text{font-f
 	if len(r.Cost.ByRole) == 0 {
 		b.WriteString("<p>No model calls recorded.</p>\n")
 	} else {
+		b.WriteString("<p class=meta>" + e(spendNote) + "</p>\n")
 		var bars []bar
 		top := 0.0
 		for _, c := range r.Cost.ByRole {

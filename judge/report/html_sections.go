@@ -81,11 +81,11 @@ func (r *Report) htmlCuration(b *strings.Builder) {
 		b.WriteString("</table>\n")
 	}
 	if len(r.AnalysisCost) > 0 {
-		b.WriteString("<h2>Analysis cost</h2>\n<p class=meta>Every AC3 operator of a run reuses one analysis per turn and records it: compare rows, do not add them up. Calls answered from the run's cache cost nothing.</p>\n")
-		b.WriteString("<table><tr><th>strategy</th><th>turns</th><th>analyzed</th><th>analysis calls</th><th>operator calls</th><th>cached</th><th>prompt tokens</th><th>completion tokens</th><th>analysis (USD)</th><th>operator (USD)</th><th>per analyzed turn (USD)</th><th>calls per analyzed turn</th></tr>\n")
+		b.WriteString("<h2>Analysis cost</h2>\n<p class=meta>Every AC3 operator of a run reuses one analysis per turn and records it: compare rows, do not add them up. " + e(analysisCostPricing) + "</p>\n")
+		b.WriteString("<table><tr><th>strategy</th><th>turns</th><th>analyzed</th><th>analysis calls</th><th>operator calls</th><th>prompt tokens</th><th>completion tokens</th><th>analysis (USD)</th><th>operator (USD)</th><th>per analyzed turn (USD)</th><th>calls per analyzed turn</th></tr>\n")
 		for _, x := range r.AnalysisCost {
-			fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-				e(x.Strategy), x.Turns, x.AnalyzedTurns, x.AnalysisCalls, x.OperatorCalls, x.CachedCalls, x.PromptTokens, x.CompletionTokens,
+			fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+				e(x.Strategy), x.Turns, x.AnalyzedTurns, x.AnalysisCalls, x.OperatorCalls, x.PromptTokens, x.CompletionTokens,
 				fix(x.AnalysisUSD, 4), fix(x.OperatorUSD, 4), fix(x.PerAnalyzedTurnUSD, 6), fix(x.PerAnalyzedTurnCalls, 2))
 		}
 		b.WriteString("</table>\n")

@@ -125,6 +125,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.Cost.ByRole) == 0 {
 		b.f("No model calls recorded.\n\n")
 	} else {
+		b.f("%s\n\n", spendNote)
 		b.f("| role | calls | cache hits | failed | prompt tokens | completion tokens | cost (USD) | models | stages |\n|---|---:|---:|---:|---:|---:|---:|---|---|\n")
 		for _, c := range r.Cost.ByRole {
 			b.f("| %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", c.Role, c.Calls, c.CacheHits, c.Failed, c.PromptTokens, c.CompletionTokens, fix(c.CostUSD, 4), list(c.Models), list(c.Stages))

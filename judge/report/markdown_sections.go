@@ -73,10 +73,10 @@ func (r *Report) mdCuration(b *mdWriter) {
 	}
 	if len(r.AnalysisCost) > 0 {
 		b.f("## Analysis cost\n\n")
-		b.f("Every AC3 operator of a run reuses one analysis per turn and records it, so compare rows; do not add them up. Calls answered from the run's cache cost nothing.\n\n")
-		b.f("| strategy | turns | analyzed | analysis calls | operator calls | cached | prompt tokens | completion tokens | analysis (USD) | operator (USD) | per analyzed turn (USD) | calls per analyzed turn |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.f("Every AC3 operator of a run reuses one analysis per turn and records it, so compare rows; do not add them up. %s\n\n", analysisCostPricing)
+		b.f("| strategy | turns | analyzed | analysis calls | operator calls | prompt tokens | completion tokens | analysis (USD) | operator (USD) | per analyzed turn (USD) | calls per analyzed turn |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, x := range r.AnalysisCost {
-			b.f("| %s | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s |\n", x.Strategy, x.Turns, x.AnalyzedTurns, x.AnalysisCalls, x.OperatorCalls, x.CachedCalls,
+			b.f("| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s |\n", x.Strategy, x.Turns, x.AnalyzedTurns, x.AnalysisCalls, x.OperatorCalls,
 				x.PromptTokens, x.CompletionTokens, fix(x.AnalysisUSD, 4), fix(x.OperatorUSD, 4), fix(x.PerAnalyzedTurnUSD, 6), fix(x.PerAnalyzedTurnCalls, 2))
 		}
 		b.f("\n")

@@ -13,7 +13,11 @@ import (
 
 // Schema names the layout of report.json; it changes only when fields are
 // renamed or removed.
-const Schema = "ac3.report/v2"
+//
+// v3: analysis_cost prices the answers the curated turns used at the
+// configured price (the same after any interruption and in batch mode) and
+// has unpriced_calls instead of cached_calls, which depended on the passes.
+const Schema = "ac3.report/v3"
 
 // Source is what the report reads from a run; *ledger.Ledger satisfies it.
 // The report pages through the run's conversations with EachPage and reads
@@ -211,7 +215,11 @@ type RespondRow struct {
 	MeanContextToks Num      `json:"mean_context_tokens"`
 }
 
-// Cost sums the run's model calls.
+// spendNote heads the spend table in report.md and report.html.
+const spendNote = "What the run sent and paid, from its call records: these numbers change with interruptions (answers in flight at a kill are asked again), endpoint faults (retries) and batch mode (half price, answers imported into the cache); the other tables depend only on the results recorded in the run."
+
+// Cost sums the run's model calls: what was sent and paid, which depends
+// on interruptions, faults and batch mode (see spendNote).
 type Cost struct {
 	ByRole   []RoleCost `json:"by_role"`
 	TotalUSD Num        `json:"total_usd"`

@@ -117,14 +117,15 @@ func fixedRun(t *testing.T) *fakeRun {
 			// gated-reset: turn 2 is below the floor; at turn 3 the
 			// analysis finds issues (a reset) in odd conversations and
 			// none in even ones; conversation 4's analysis came from the
-			// cache.
+			// cache (paid by an earlier pass: the report prices it all
+			// the same).
 			gr := fc
 			gr.Strategy = "gated-reset"
 			gr.Info = curate.Info{Operator: curate.OpGatedReset, Action: curate.ActionFloor}
 			if turn == 3 {
 				gr.Info = curate.Info{Operator: curate.OpGatedReset, Action: curate.ActionPass, Analyzed: true,
 					Analysis:      analyze.Analysis{Spec: "spec", Aligned: "aligned", Issues: "None"},
-					AnalysisUsage: analyze.Usage{Calls: 2, PromptTokens: 300, CompletionTokens: 80, CostUSD: 0.0011}}
+					AnalysisUsage: analyze.Usage{Calls: 2, PromptTokens: 300, CompletionTokens: 80, CostUSD: 0.0011, ListUSD: 0.0011, Listed: 2}}
 				if seq%2 == 1 {
 					gr.Info.Action, gr.Info.GateOpen, gr.Info.Resets, gr.Info.Analysis.Issues = curate.ActionReset, true, 1, "wrong unit"
 					gr.Parts, gr.Tokens, gr.Messages = []curate.Part{curate.TextPart("user", "reset"), curate.MessagePart(2)}, 60, 1

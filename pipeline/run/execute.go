@@ -38,6 +38,15 @@ type Result struct {
 	StopReason error
 	Reports    []string // report files written
 	Exports    []Exported
+	// Failed lists the stage variants this run covered that have failed
+	// units recorded in the run file, by this pass or an earlier one, in
+	// the order the stages ran. Unlike FailedTasks it does not forget them
+	// on the next pass: they stay until 'ac3 retry' queues them again.
+	Failed []StageFailures
+	// Blocked, when set, says which step ended the run because it needs
+	// every task of an earlier stage done and some of them failed: running
+	// again does not help until they are retried (Stopped is false then).
+	Blocked string
 }
 
 // Exported is one export file written.
@@ -49,8 +58,9 @@ type Exported struct {
 	Skipped map[string]int64
 }
 
-// FailedTasks returns the tasks that failed in this run, by stage, in the
-// order the stages ran.
+// FailedTasks returns the tasks that failed in this pass, by stage, in the
+// order the stages ran. Result.Failed is what the run file holds, whichever
+// pass recorded it.
 func (r Result) FailedTasks() []StageResult {
 	var out []StageResult
 	for _, s := range r.Stages {
@@ -79,15 +89,27 @@ type runner struct {
 //
 // It returns when every step is done, or early (Result.Stopped) when Stop
 // is closed or the budget is reached; stages record their failed units and
-// go on (Result.FailedTasks). Errors are what stops a run for good: a bad
-// plan, an unreadable input, a damaged run file, a fatal endpoint error
-// (errors.Is llm.ErrFatal), cancellation of ctx. Input files are checked
-// before the run file is opened, so a missing input leaves no run behind.
+// go on (Result.FailedTasks for this pass, Result.Failed for what the run
+// file holds for the stages the plan covers). Errors are what stops a run
+// for good: a bad plan (found before any stage runs, see preflight), an
+// unreadable input, a damaged run file, a fatal endpoint error (errors.Is
+// llm.ErrFatal), cancellation of ctx. Input files are checked before the
+// run file is opened, so a missing input leaves no run behind.
 func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 	plan, shardNote := plan.forShard()
 	r := &runner{plan: plan, opts: opts}
 	if err := plan.check(); err != nil {
 		return r.res, err
+	}
+	// The whole plan is checked before the first stage runs (and so before
+	// the first paid call); before the run file is created when it does
+	// not exist yet, so a refused plan leaves none behind.
+	_, statErr := os.Stat(plan.DB)
+	fresh := errors.Is(statErr, os.ErrNotExist)
+	if fresh {
+		if err := r.preflight(ctx, nil); err != nil {
+			return r.res, err
+		}
 	}
 	var err error
 	r.l, err = ledger.Open(ctx, plan.DB, ledger.Options{ReadOnly: !plan.writes(), Log: opts.Log})
@@ -95,6 +117,11 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 		return r.res, err
 	}
 	defer r.l.Close()
+	if !fresh {
+		if err := r.preflight(ctx, r.l); err != nil {
+			return r.res, err
+		}
+	}
 	if plan.writes() {
 		if err := r.checkShard(ctx); err != nil {
 			return r.res, err
@@ -109,9 +136,20 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 			return r.res, err
 		}
 		if !done {
-			r.res.Stopped = true
-			return r.res, nil
+			if r.res.Blocked == "" {
+				r.res.Stopped = true
+				return r.res, nil
+			}
+			break
 		}
+	}
+	if err := r.skippedFailures(ctx); err != nil {
+		return r.res, err
+	}
+	if r.res.Blocked != "" && len(r.res.Failed) == 0 {
+		// The failed tasks the step waits for were not found again: say
+		// the run stopped rather than let it pass for finished.
+		r.res.Stopped = true
 	}
 	return r.res, nil
 }
@@ -120,6 +158,9 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 func (p Plan) check() error {
 	if p.DB == "" {
 		return errors.New("no run file: pass --db RUN.db")
+	}
+	if err := p.Model.checkBudget(); err != nil {
+		return err
 	}
 	if in := p.Ingest; in != nil {
 		if len(in.Files) == 0 {

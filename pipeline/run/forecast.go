@@ -55,11 +55,11 @@ func (f Forecast) Err() error {
 	return fmt.Errorf("the run would stop at %s (see the plan above); nothing was changed", f.StopsAt)
 }
 
-// stopAt records that the run would stop at step, unless an earlier step
-// stops it first.
-func (e *forecaster) stopAt(step string) {
+// stopAt records that the run would stop at step with err, unless an
+// earlier step stops it first.
+func (e *forecaster) stopAt(step string, err error) {
 	if e.fc.StopsAt == "" {
-		e.fc.StopsAt = step
+		e.fc.StopsAt, e.stopErr = step, err
 	}
 }
 
@@ -107,6 +107,8 @@ type forecaster struct {
 	l       *ledger.Ledger // nil when the run does not exist yet
 	client  *llm.Client    // for prices; nil without an endpoint
 	noModel error
+	// stopErr is why the run would stop at fc.StopsAt.
+	stopErr error
 	counter *tokens.Counter
 	notes   bytes.Buffer
 	fc      Forecast
@@ -187,19 +189,10 @@ func (e *forecaster) run(ctx context.Context, plan Plan) (Forecast, error) {
 		defer l.Close()
 		e.l, e.fc.RunExists = l, true
 	}
-	enc := ""
-	if plan.Curate != nil {
-		enc = plan.Curate.Encoding
-	}
-	var err error
-	if e.counter, err = (&Curate{Encoding: enc}).counter(); err != nil {
+	if err := plan.Model.checkBudget(); err != nil {
 		return e.fc, err
 	}
-	e.client, err = plan.Model.client(ctx, nil, e.counter, nil)
-	if errors.Is(err, ErrNoEndpoint) {
-		e.noModel, err = err, nil
-	}
-	if err != nil {
+	if err := e.prepare(ctx); err != nil {
 		return e.fc, err
 	}
 	if err := e.build(ctx); err != nil {
@@ -211,6 +204,25 @@ func (e *forecaster) run(ctx context.Context, plan Plan) (Forecast, error) {
 	}
 	e.finish()
 	return e.fc, nil
+}
+
+// prepare builds the token counter and a client for the plan's models
+// without the run's cache, records or budget (it only prices calls and
+// builds stages); noModel is set when no endpoint is configured.
+func (e *forecaster) prepare(ctx context.Context) error {
+	enc := ""
+	if e.plan.Curate != nil {
+		enc = e.plan.Curate.Encoding
+	}
+	var err error
+	if e.counter, err = (&Curate{Encoding: enc}).counter(); err != nil {
+		return err
+	}
+	e.client, err = e.plan.Model.client(ctx, nil, e.counter, nil)
+	if errors.Is(err, ErrNoEndpoint) {
+		e.noModel, err = err, nil
+	}
+	return err
 }
 
 // build builds the plan's stages in run order. Each stage sees the plans
@@ -233,7 +245,7 @@ func (e *forecaster) build(ctx context.Context) error {
 			scope, err := pipeline.StageScope(st, on)
 			if err != nil {
 				sf.Skipped, sf.stage = wouldStop+err.Error(), nil
-				e.stopAt(sf.Stage)
+				e.stopAt(sf.Stage, err)
 			}
 			sf.scope = scope
 		} else {
@@ -243,7 +255,7 @@ func (e *forecaster) build(ctx context.Context) error {
 	}
 	failed := func(label string, err error) {
 		add(label, nil, wouldStop+err.Error())
-		e.stopAt(strings.Fields(label)[0])
+		e.stopAt(strings.Fields(label)[0], err)
 	}
 	if a := e.plan.Annotate; a != nil {
 		for _, p := range a.stages() {
@@ -550,7 +562,7 @@ func (e *forecaster) inputs(ctx context.Context) error {
 		if err != nil {
 			fi.State = "missing"
 			e.fc.Inputs = append(e.fc.Inputs, fi)
-			e.fc.StopsAt = "ingest" // before any stage: the run reads its inputs first
+			e.fc.StopsAt, e.stopErr = "ingest", err // before any stage: the run reads its inputs first
 			continue
 		}
 		fi.Bytes = st.Size()

@@ -117,6 +117,11 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 			var inc *pipeline.IncompleteError
 			if errors.As(err, &inc) {
 				r.logf("lic: %v; the steps after it wait for all of it\n", err)
+				if inc.Pending == 0 {
+					// Only failed tasks are left: running again does not
+					// help until they are retried.
+					r.res.Blocked = fmt.Sprintf("lic stopped after %s: the steps after it need all of its tasks done, and %d failed", label, inc.Failed)
+				}
 				return false, nil
 			}
 			return false, err

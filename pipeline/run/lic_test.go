@@ -471,3 +471,24 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 		t.Errorf("the second run made %d calls", srv.Count()-calls)
 	}
 }
+
+// A LiC step whose trajectories failed stops the experiment there; running
+// it again cannot get further until they are retried, so the run is not
+// "stopped" (run again to continue) but blocked, with its failed units.
+func TestLiCBlockedByFailedUnitsSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	srv := llmtest.New(t, llmtest.Options{Default: llmtest.Reply{Content: "?"}})
+	plan := licPlan(t, srv, dir)
+	plan.LiC.Replicates, plan.LiC.MinFailures = 1, 1
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for pass := 1; pass <= 2; pass++ {
+		res, err := run.Execute(c, plan, run.Options{})
+		if err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
+		}
+		if res.Stopped || res.Blocked == "" || len(res.Failed) == 0 {
+			t.Fatalf("pass %d: stopped %v, blocked %q, failed %+v; want blocked with the failed units", pass, res.Stopped, res.Blocked, res.Failed)
+		}
+	}
+}

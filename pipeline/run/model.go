@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
@@ -59,6 +60,8 @@ func (m Model) client(ctx context.Context, l *ledger.Ledger, counter *tokens.Cou
 			switch ev.Kind {
 			case llm.EventBreakerOpen, llm.EventFatal:
 				fmt.Fprintf(events, "\n%s: %s %s\n", ev.Endpoint, ev.Kind, ev.Err)
+			case llm.EventUnreachable:
+				fmt.Fprintf(events, "\n%s: unreachable (%s); the command stops unless a call succeeds within %s\n", ev.Endpoint, ev.Err, ev.Wait)
 			case llm.EventParseFailures:
 				fmt.Fprintf(events, "\nwarning: stage %s (role %s, model %s): %d of its first %d answers did not parse (%s); "+
 					"check the model and its output setting (tags | json_schema). One answer began: %q\n",
@@ -67,6 +70,14 @@ func (m Model) client(ctx context.Context, l *ledger.Ledger, counter *tokens.Cou
 		}
 	}
 	return llm.New(opts)
+}
+
+// checkBudget refuses a budget that caps nothing a run could spend.
+func (m Model) checkBudget() error {
+	if b := m.BudgetUSD; b < 0 || math.IsNaN(b) {
+		return fmt.Errorf("budget %v USD (--budget-usd or run.budget_usd): want 0 (no cap) or a positive number of dollars", b)
+	}
+	return nil
 }
 
 // Client builds a client for the plan's models, without the run's cache,

@@ -148,6 +148,31 @@ func TestExecuteReportsFailedUnitsByStage(t *testing.T) {
 	if !strings.Contains(log.String(), "'ac3 retry --stage classify'") {
 		t.Errorf("the log does not say how to retry:\n%s", log.String())
 	}
+	want := failed[0].Failed
+	// Every pass sees the failed units the run file holds: the one that
+	// did the work, the one with nothing left to do, and one that skips the
+	// stage for want of an endpoint.
+	noModel := plan
+	noModel.Model = run.Model{}
+	for pass, p := range []run.Plan{plan, plan, noModel} {
+		if pass > 0 {
+			if res, err = run.Execute(ctx(t), p, run.Options{Log: &log}); err != nil {
+				t.Fatalf("pass %d: %v", pass+1, err)
+			}
+		}
+		if len(res.FailedTasks()) != 0 && pass > 0 {
+			t.Errorf("pass %d failed tasks of its own: %+v", pass+1, res.FailedTasks())
+		}
+		if len(res.Failed) != 1 || res.Failed[0].Stage != "classify" || res.Failed[0].Variant != "llm" || res.Failed[0].Tasks != want ||
+			res.Failed[0].Units < want || len(res.Failed[0].Groups) == 0 || res.Failed[0].Groups[0].Example.ConvID == "" {
+			t.Errorf("pass %d: the run's failed units %+v, want classify/llm with %d tasks", pass+1, res.Failed, want)
+		}
+	}
+	// A plan that does not cover classify does not answer for it.
+	res, err = run.Execute(ctx(t), run.Plan{DB: plan.DB, Curate: &run.Curate{Strategies: []string{"fc"}}}, run.Options{})
+	if err != nil || len(res.Failed) != 0 {
+		t.Errorf("curate alone: err %v, failed %+v", err, res.Failed)
+	}
 }
 
 func TestEstimateCountsFromTheInputsBeforeTheRunExists(t *testing.T) {

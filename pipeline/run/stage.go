@@ -63,10 +63,13 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 	if err != nil {
 		return res, err
 	}
+	lv := toLedger(st.Variants())
 	if pending == 0 {
 		res.Previous = recorded
 		r.logf("%s: nothing to do, all %d tasks (conversation × variant) are already recorded\n", s.label, recorded)
-		return res, nil
+		// Nothing to do is not nothing wrong: failed units of an earlier
+		// pass are still recorded.
+		return res, r.noteFailures(ctx, st.Name(), lv)
 	}
 	spent, err := r.l.SpendUSD(ctx)
 	if err != nil {
@@ -142,6 +145,8 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 	case sum.Stopped:
 		res.Stopped = true
 		r.logf("%s: stopped before the end; run the same command again to continue\n", s.label)
+	default:
+		return res, r.noteFailures(ctx, st.Name(), lv)
 	}
 	return res, nil
 }

@@ -98,6 +98,15 @@ type Usage struct {
 	PromptTokens     int     `json:"prompt_tokens"`
 	CompletionTokens int     `json:"completion_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
+	// ListUSD is what the answers used cost at the configured price of the
+	// role's model, whichever pass paid for them (this one, or an earlier
+	// one cut short, whose answer came from the cache) and in whichever
+	// mode (a batch pays a share of it). Unlike CostUSD, which is what this
+	// pass paid, it depends only on the answers, so a report can show it.
+	// Listed counts the calls it prices: all of them, but none in records
+	// from before it was kept.
+	ListUSD float64 `json:"list_usd,omitempty"`
+	Listed  int     `json:"listed,omitempty"`
 }
 
 // Add adds v to u.
@@ -107,9 +116,13 @@ func (u *Usage) Add(v Usage) {
 	u.PromptTokens += v.PromptTokens
 	u.CompletionTokens += v.CompletionTokens
 	u.CostUSD += v.CostUSD
+	u.ListUSD += v.ListUSD
+	u.Listed += v.Listed
 }
 
-func (u *Usage) addResponse(r llm.Response) {
+// addResponse counts one answer; price is the configured price of the
+// role's model (nil when it cannot be resolved: the call is not Listed).
+func (u *Usage) addResponse(r llm.Response, price *llm.Price) {
 	u.Calls++
 	if r.FromCache {
 		u.Cached++
@@ -117,6 +130,12 @@ func (u *Usage) addResponse(r llm.Response) {
 	u.PromptTokens += r.Usage.Prompt
 	u.CompletionTokens += r.Usage.Completion
 	u.CostUSD += r.CostUSD
+	if price != nil {
+		// The cached answer keeps the usage the server reported when it
+		// was paid for, so this is the same on every pass.
+		u.ListUSD += price.Cost(r.Usage)
+		u.Listed++
+	}
 }
 
 // Options configure an Analyzer. The zero value gives the defaults.
@@ -244,8 +263,12 @@ func (a *Analyzer) call(ctx context.Context, stage string, tmpl *prompt.Template
 	if ans.JSON() {
 		req.Schema = &llm.Schema{Name: ans.Form.Name, Schema: ans.Form.Schema()}
 	}
+	var price *llm.Price
+	if ep, err := a.client.Endpoint(a.opts.Role); err == nil {
+		price = &ep.Price
+	}
 	out, _, err := llm.CallParsed(ctx, a.client, req, a.opts.Retries, func(r llm.Response) (map[string]string, error) {
-		u.addResponse(r)
+		u.addResponse(r, price)
 		return ans.Parse(r.Text)
 	})
 	if err != nil {

@@ -32,21 +32,46 @@ func (u Upstream) variant() string {
 
 func (u Upstream) String() string { return u.variant() + "@" + u.Version }
 
-// unitsByTurn reads stage's done units of c for the upstream variant, by
-// turn. Units of other variants or versions are ignored.
-func unitsByTurn(ctx context.Context, src UnitSource, stage, convID string, up Upstream) (map[int]ledger.Unit, error) {
+// upstreamUnits are one conversation's units of the upstream variant a
+// strategy reads, by turn: those done, and those recorded as failed.
+type upstreamUnits struct {
+	stage  string
+	up     Upstream
+	done   map[int]ledger.Unit
+	failed map[int]ledger.Unit
+}
+
+// unitsByTurn reads stage's units of c for the upstream variant, by turn.
+// Units of other variants or versions are ignored.
+func unitsByTurn(ctx context.Context, src UnitSource, stage, convID string, up Upstream) (upstreamUnits, error) {
+	out := upstreamUnits{stage: stage, up: up, done: map[int]ledger.Unit{}, failed: map[int]ledger.Unit{}}
 	us, err := src.ConversationUnits(ctx, stage, convID, 0)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s units of %s: %w", stage, convID, err)
+		return out, fmt.Errorf("reading %s units of %s: %w", stage, convID, err)
 	}
-	out := map[int]ledger.Unit{}
 	for _, u := range us {
-		if u.Variant != up.variant() || (up.Version != "" && u.Version != up.Version) || u.Status != ledger.Done {
+		if u.Variant != up.variant() || (up.Version != "" && u.Version != up.Version) {
 			continue
 		}
-		out[u.Turn] = u
+		switch u.Status {
+		case ledger.Done:
+			out.done[u.Turn] = u
+		case ledger.Failed:
+			out.failed[u.Turn] = u
+		}
 	}
 	return out, nil
+}
+
+// missing says why turn has no unit to read: the upstream unit failed
+// (with its error, and how to run it again), or the upstream stage has not
+// reached this turn.
+func (u upstreamUnits) missing(turn int) error {
+	if f, ok := u.failed[turn]; ok {
+		return fmt.Errorf("the %s unit (variant %s) of this turn failed: %s; 'ac3 retry --stage %s' queues it again, then run %s and this stage again",
+			u.stage, u.up.variant(), f.Error, u.stage, u.stage)
+	}
+	return fmt.Errorf("no %s unit (variant %s) for this turn: run the %s stage first", u.stage, u.up.variant(), u.stage)
 }
 
 // TurnError reports that one turn could not be curated: a model answer that

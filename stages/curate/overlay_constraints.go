@@ -81,9 +81,9 @@ func (s *constraintsOverlay) Contexts(ctx context.Context, c *conv.Conversation,
 	}
 	out := make([]Context, 0, len(xs))
 	for _, x := range xs {
-		u, ok := units[x.Turn]
+		u, ok := units.done[x.Turn]
 		if !ok {
-			return out, &TurnError{Turn: x.Turn, Err: fmt.Errorf("no %s unit (variant %s) for this turn: run the constraints stage first", ConstraintsStage, s.up.variant())}
+			return out, &TurnError{Turn: x.Turn, Err: units.missing(x.Turn)}
 		}
 		var cu constraintsUnit
 		if err := json.Unmarshal(u.Output, &cu); err != nil {

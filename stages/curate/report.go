@@ -230,18 +230,26 @@ func (t *TokenTally) Stats() []TokenStats {
 	return out
 }
 
-// CostStats is what a model-backed strategy's calls took.
+// CostStats is what a model-backed strategy's calls took. Calls and tokens
+// count every answer the strategy's turns used, and the dollars price them
+// at the configured price of the role's model (analyze.Usage.ListUSD), so
+// every number depends on the curated turns alone: not on which pass paid
+// for an answer, how many passes an interrupted run took, or batch mode.
+// What was paid is the run's spend, counted from its call records.
 type CostStats struct {
 	Strategy         string  `json:"strategy"`
 	Turns            int     `json:"turns"`
 	AnalyzedTurns    int     `json:"analyzed_turns"`
 	AnalysisCalls    int     `json:"analysis_calls"`
 	OperatorCalls    int     `json:"operator_calls"`
-	CachedCalls      int     `json:"cached_calls"`
 	PromptTokens     int     `json:"prompt_tokens"`
 	CompletionTokens int     `json:"completion_tokens"`
 	AnalysisUSD      float64 `json:"analysis_usd"`
 	OperatorUSD      float64 `json:"operator_usd"`
+	// UnpricedCalls counts calls recorded by an ac3 that kept only what
+	// each pass paid (before analyze.Usage.ListUSD): the dollars leave
+	// them out, so they are not the strategy's cost when it is above 0.
+	UnpricedCalls int `json:"unpriced_calls"`
 	// PerAnalyzedTurnUSD is AnalysisUSD / AnalyzedTurns. Every AC3 operator
 	// records the one shared analysis of a turn, so compare it per strategy,
 	// never sum it across strategies.
@@ -252,9 +260,9 @@ type CostStats struct {
 }
 
 // CostTally folds curated rows into what each strategy that made calls
-// spent: analysis and operator calls and their cost. Calls answered from the
-// cache count as calls at no cost (see CachedCalls). Costs are summed in
-// the order rows are added. Use NewCostTally; the zero value is not ready.
+// took: analysis and operator calls, their tokens and their cost at the
+// configured price (see CostStats). Costs are summed in the order rows are
+// added. Use NewCostTally; the zero value is not ready.
 type CostTally struct {
 	by map[string]*CostStats
 }
@@ -280,11 +288,11 @@ func (t *CostTally) Add(r ReportRow) {
 	s.AnalysisCalls += i.AnalysisUsage.Calls
 	s.OperatorCalls += i.OperatorUsage.Calls
 	u := i.Usage()
-	s.CachedCalls += u.Cached
 	s.PromptTokens += u.PromptTokens
 	s.CompletionTokens += u.CompletionTokens
-	s.AnalysisUSD += i.AnalysisUsage.CostUSD
-	s.OperatorUSD += i.OperatorUsage.CostUSD
+	s.AnalysisUSD += i.AnalysisUsage.ListUSD
+	s.OperatorUSD += i.OperatorUsage.ListUSD
+	s.UnpricedCalls += max(u.Calls-u.Listed, 0)
 }
 
 // Stats returns the sums so far, sorted by strategy.

@@ -34,14 +34,18 @@ func TestReportSummaries(t *testing.T) {
 	row := func(conv string, turn int, strategy string, tokens int, info curate.Info, typ string) curate.ReportRow {
 		return curate.ReportRow{ConvID: conv, Turn: turn, TurnType: typ, Context: curate.Context{Strategy: strategy, Turn: turn, Tokens: tokens, Info: info}}
 	}
-	use := analyze.Usage{Calls: 2, CostUSD: 0.01}
+	// The analysis priced at 0.01 at the configured price, whatever this
+	// pass paid: nothing for a cached answer (the first), all of it for a
+	// paid one (the second).
+	use := analyze.Usage{Calls: 2, Cached: 2, CostUSD: 0, ListUSD: 0.01, Listed: 2}
+	paid := analyze.Usage{Calls: 2, CostUSD: 0.01, ListUSD: 0.01, Listed: 2}
 	rows := []curate.ReportRow{
 		row("a", 2, "fc", 100, curate.Info{}, "new_ask"),
 		row("a", 3, "fc", 200, curate.Info{}, "feedback"),
 		row("b", 2, "fc", 100, curate.Info{}, "feedback"),
 		row("a", 2, "gated-reset", 100, curate.Info{Operator: "gated-reset", Action: "floor"}, "new_ask"),
 		row("a", 3, "gated-reset", 50, curate.Info{Operator: "gated-reset", Action: "reset", GateOpen: true, Resets: 1, Analyzed: true, AnalysisUsage: use}, "feedback"),
-		row("b", 2, "gated-reset", 100, curate.Info{Operator: "gated-reset", Action: "pass", Analyzed: true, AnalysisUsage: use}, "feedback"),
+		row("b", 2, "gated-reset", 100, curate.Info{Operator: "gated-reset", Action: "pass", Analyzed: true, AnalysisUsage: paid}, "feedback"),
 	}
 	g, r, tk, c := fold(rows)
 	if len(g) != 1 || g[0].All.Turns != 3 || g[0].All.Open != 1 || g[0].Analyzed.Turns != 2 || g[0].ByType["feedback"].Open != 1 || g[0].ByType["new_ask"].Turns != 1 {
@@ -53,7 +57,7 @@ func TestReportSummaries(t *testing.T) {
 	if len(tk) != 2 || tk[1].Strategy != "gated-reset" || tk[1].Ratio != 250.0/400 || tk[0].Ratio != 1 {
 		t.Errorf("tokens vs fc = %+v", tk)
 	}
-	if len(c) != 1 || c[0].AnalyzedTurns != 2 || c[0].AnalysisCalls != 4 || c[0].PerAnalyzedTurnUSD != 0.01 || c[0].PerAnalyzedTurnCalls != 2 {
+	if len(c) != 1 || c[0].AnalyzedTurns != 2 || c[0].AnalysisCalls != 4 || c[0].PerAnalyzedTurnUSD != 0.01 || c[0].PerAnalyzedTurnCalls != 2 || c[0].UnpricedCalls != 0 {
 		t.Errorf("analysis costs = %+v", c)
 	}
 	if keys := curate.TurnTypeKeys(g); len(keys) != 2 || keys[0] != "feedback" {
@@ -110,8 +114,13 @@ func randomRows(seed uint64, convs int) []curate.ReportRow {
 						resets[s]++
 					}
 					ctx.Info = curate.Info{Operator: op, Action: []string{"pass", "floor", "reset"}[r.IntN(3)], GateOpen: open, Resets: resets[s], Analyzed: r.IntN(2) == 0,
-						AnalysisUsage: analyze.Usage{Calls: r.IntN(3), Cached: r.IntN(2), PromptTokens: r.IntN(500), CostUSD: float64(r.IntN(100)) * 1e-5},
-						OperatorUsage: analyze.Usage{Calls: r.IntN(2), CompletionTokens: r.IntN(90), CostUSD: float64(r.IntN(50)) * 1e-5}}
+						AnalysisUsage: analyze.Usage{Calls: r.IntN(3), Cached: r.IntN(2), PromptTokens: r.IntN(500), CostUSD: float64(r.IntN(100)) * 1e-5, ListUSD: float64(r.IntN(100)) * 1e-5},
+						OperatorUsage: analyze.Usage{Calls: r.IntN(2), CompletionTokens: r.IntN(90), CostUSD: float64(r.IntN(50)) * 1e-5, ListUSD: float64(r.IntN(50)) * 1e-5}}
+					// Some rows were recorded before list prices were kept.
+					if r.IntN(5) > 0 {
+						ctx.Info.AnalysisUsage.Listed = ctx.Info.AnalysisUsage.Calls
+						ctx.Info.OperatorUsage.Listed = ctx.Info.OperatorUsage.Calls
+					}
 				}
 				rows = append(rows, curate.ReportRow{ConvID: id, Turn: turn, TurnType: typ, Context: ctx})
 			}
@@ -268,11 +277,11 @@ func refAnalysisCosts(rows []curate.ReportRow) []curate.CostStats {
 		s.AnalysisCalls += i.AnalysisUsage.Calls
 		s.OperatorCalls += i.OperatorUsage.Calls
 		u := i.Usage()
-		s.CachedCalls += u.Cached
 		s.PromptTokens += u.PromptTokens
 		s.CompletionTokens += u.CompletionTokens
-		s.AnalysisUSD += i.AnalysisUsage.CostUSD
-		s.OperatorUSD += i.OperatorUsage.CostUSD
+		s.AnalysisUSD += i.AnalysisUsage.ListUSD
+		s.OperatorUSD += i.OperatorUsage.ListUSD
+		s.UnpricedCalls += u.Calls - u.Listed
 	}
 	out := []curate.CostStats{}
 	for _, s := range by {

@@ -101,17 +101,21 @@ func (s *Adaptive) Contexts(ctx context.Context, c *conv.Conversation, from int,
 		return nil, err
 	}
 	var types map[int]classifyUnit
+	var us upstreamUnits
+	undecoded := map[int]error{}
 	if s.units != nil {
-		us, err := unitsByTurn(ctx, s.units, ClassifyStage, c.ID, s.up)
-		if err != nil {
+		var err error
+		if us, err = unitsByTurn(ctx, s.units, ClassifyStage, c.ID, s.up); err != nil {
 			return nil, err
 		}
 		types = map[int]classifyUnit{}
-		for t, u := range us {
+		for t, u := range us.done {
 			var cu classifyUnit
-			if err := decodeJSON(u.Output, &cu); err == nil {
-				types[t] = cu
+			if err := decodeJSON(u.Output, &cu); err != nil {
+				undecoded[t] = fmt.Errorf("decoding %s unit %s: %w", ClassifyStage, u.Key, err)
+				continue
 			}
+			types[t] = cu
 		}
 	}
 	sel, _ := selectTurns(c, from)
@@ -130,7 +134,15 @@ func (s *Adaptive) Contexts(ctx context.Context, c *conv.Conversation, from int,
 		switch s.opts.Policy {
 		case PolicyOmitOnNewAsk:
 			if !known && tr.Index >= 2 {
-				return out, &TurnError{Turn: tr.Index, Err: fmt.Errorf("no %s unit (variant %s) for this turn: run the classify stage first", ClassifyStage, s.up.variant())}
+				err := undecoded[tr.Index]
+				switch {
+				case err != nil:
+				case s.units == nil:
+					err = fmt.Errorf("no %s unit (variant %s) for this turn: run the classify stage first", ClassifyStage, s.up.variant())
+				default:
+					err = us.missing(tr.Index)
+				}
+				return out, &TurnError{Turn: tr.Index, Err: err}
 			}
 			useAO = cu.Type == "new_ask"
 		case PolicyScored:

@@ -189,6 +189,9 @@ func load(raw []byte, path string, getenv func(string) string) (*File, error) {
 	if err := decode(&doc, &cfg, ""); err != nil {
 		return nil, fmt.Errorf("reading config %s: %w", path, err)
 	}
+	if err := checkBudget(&doc, cfg.Run.BudgetUSD); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	base := filepath.Dir(path)
 	rel := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
