@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,10 +21,55 @@ import (
 	"github.com/ac3/ac3/pipeline/synth"
 )
 
-// TestKillAndResumeGivesIdenticalExports kills `ac3 run` with SIGKILL at
-// random moments several times, finishes the run, and checks that every
-// export is byte-identical to the exports of a run that was never
-// interrupted.
+// runProgress is how far the run file at db has got: conversations kept
+// plus tasks done, read as a second process would (read-only, beside the
+// writer); -1 before the run file can be read.
+func runProgress(db string) int64 {
+	l, err := ledger.Open(context.Background(), db, ledger.Options{ReadOnly: true})
+	if err != nil {
+		return -1
+	}
+	defer l.Close()
+	st, err := l.Status(context.Background())
+	if err != nil {
+		return -1
+	}
+	n := st.Conversations
+	for _, s := range st.Stages {
+		n += s.Done
+	}
+	return n
+}
+
+// waitProgress polls the run file at db until its progress reaches at
+// least target, and fails the test if the process exits first (its exit is
+// read from exited) or nothing reaches the target within a minute: an
+// interruption test whose interruption cannot land must not pass.
+func waitProgress(t *testing.T, db string, target int64, exited <-chan error, out *bytes.Buffer) int64 {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("the process ended (%v) before the run reached progress %d: the interruption could not land\n%s", err, target, out.String())
+		default:
+		}
+		if p := runProgress(db); p >= target {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not reach progress %d within a minute\n%s", target, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestKillAndResumeGivesIdenticalExports kills `ac3 run` with SIGKILL six
+// times, each once the run file shows a seeded share of the reference run's
+// progress (conversations kept and tasks done), resumes it, and checks that
+// every export is byte-identical to the exports of a run that was never
+// interrupted. Every kill must land on a live process with work left: a
+// run that finishes before its kill fails the test.
 func TestKillAndResumeGivesIdenticalExports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes for several seconds")
@@ -65,42 +111,46 @@ export:
 	}
 
 	ref := writeConfig("ref")
+	refStart := time.Now()
 	if out, err := run(ref).CombinedOutput(); err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
+	t.Logf("reference run: %v", time.Since(refStart).Round(time.Millisecond))
+	total := runProgress(filepath.Join(dir, "ref.db"))
+	if total < 400 {
+		t.Fatalf("the reference run reached progress %d; the test needs more work to interrupt", total)
+	}
 
 	killed := writeConfig("killed")
-	rng := rand.New(rand.NewPCG(7, 1)) // fixed: the kill times are the same every run
-	kills := 0
-	for i := 0; i < 6; i++ {
+	db := filepath.Join(dir, "killed.db")
+	rng := rand.New(rand.NewPCG(7, 1)) // fixed: the kill points are the same every run
+	const kills = 6
+	for i := 0; i < kills; i++ {
+		// Kill i lands in the i-th seventh of the run's progress.
+		target := int64((float64(i) + 0.2 + 0.6*rng.Float64()) * float64(total) / (kills + 1))
 		cmd := run(killed)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		wait := time.Duration(30+rng.IntN(900)) * time.Millisecond
-		select {
-		case <-time.After(wait):
-			cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			kills++
-			t.Logf("killed after %v", wait)
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("interrupted run %d failed on its own: %v\n%s", i, err, out.String())
-			}
-			t.Logf("run %d finished before the kill at %v", i, wait)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		at := waitProgress(t, db, target, exited, &out)
+		cmd.Process.Signal(syscall.SIGKILL)
+		err := <-exited
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Exited() {
+			t.Fatalf("kill %d did not end the process (%v): it finished first\n%s", i+1, err, out.String())
 		}
+		t.Logf("kill %d at progress %d of %d (target %d)", i+1, at, total, target)
+	}
+	if p := runProgress(db); p >= total {
+		t.Fatalf("the run was complete (%d of %d) before the final resume: the kills came too late", p, total)
 	}
 	out, err := run(killed).CombinedOutput()
 	if err != nil {
 		t.Fatalf("final run: %v\n%s", err, out)
-	}
-	if kills == 0 {
-		t.Log("no run was killed mid-way; the machine is fast — comparison still checked")
 	}
 
 	for _, name := range []string{"conversations.jsonl", "curated.parquet", "curated.jsonl.zst", "quarantine.parquet"} {
@@ -118,109 +168,107 @@ export:
 	}
 }
 
+// interruptIngest starts `ac3 ingest` of interruptRecords records, waits until the
+// run file holds some of them, sends sig count times, 50 ms apart, and
+// returns the process's exit error and output. It fails the test when the
+// ingest cannot be caught mid-way.
+func interruptIngest(t *testing.T, seed uint64, sig os.Signal, count int) (db, in string, err error, out string) {
+	t.Helper()
+	dir := t.TempDir()
+	in = filepath.Join(dir, "chats.jsonl")
+	f, ferr := os.Create(in)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if _, err := synth.WriteWildChat(f, synth.Options{Seed: seed, Conversations: interruptRecords, MaxTurns: 3}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db = filepath.Join(dir, "run.db")
+	cmd := exec.Command(os.Args[0], "ingest", "--db", db, in)
+	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	at := waitProgress(t, db, 1, exited, &buf)
+	for i := range count {
+		if i > 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = <-exited
+	t.Logf("signalled at %d of %d records kept", at, interruptRecords)
+	return db, in, err, buf.String()
+}
+
+// interruptRecords is the ingest the interruption tests stop: large enough
+// that it is still running when its first commit shows.
+const interruptRecords = 10000
+
+// checkStoppedMidway asserts that an interrupted ingest exited with the
+// stopped status, having said so, and left its input unfinished.
+func checkStoppedMidway(t *testing.T, db string, err error, out string) {
+	t.Helper()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitStopped {
+		t.Fatalf("interrupted ingest exited with %v, want status %d\n%s", err, exitStopped, out)
+	}
+	if !strings.Contains(out, "stopping") {
+		t.Fatalf("the ingest did not say it was stopping:\n%s", out)
+	}
+	l, oerr := ledger.Open(context.Background(), db, ledger.Options{ReadOnly: true})
+	if oerr != nil {
+		t.Fatal(oerr)
+	}
+	defer l.Close()
+	ins, ierr := l.Inputs(context.Background())
+	if ierr != nil || len(ins) != 1 {
+		t.Fatalf("inputs after the interrupt: %+v, %v", ins, ierr)
+	}
+	if ins[0].Finished || ins[0].RecordsDone >= interruptRecords {
+		t.Fatalf("the input was read whole (%d records) before the signal took effect: the interruption did not land", ins[0].RecordsDone)
+	}
+}
+
 // TestInterruptStopsCleanlyAndResumes sends one SIGINT to a running ingest:
-// the process must exit on its own with the "stopped" status (or success,
-// if it finished first), having committed what it finished, and the same
-// command must then complete the run.
+// the process must exit on its own with the "stopped" status, having
+// committed what it finished and left the rest, and the same command must
+// then complete the run.
 func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	dir := t.TempDir()
-	in := filepath.Join(dir, "chats.jsonl")
-	f, err := os.Create(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := synth.WriteWildChat(f, synth.Options{Seed: 3, Conversations: 5000, MaxTurns: 3}); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	db := filepath.Join(dir, "run.db")
+	db, in, err, first := interruptIngest(t, 3, os.Interrupt, 1)
+	checkStoppedMidway(t, db, err, first)
 	cmd := exec.Command(os.Args[0], "ingest", "--db", db, in)
 	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("resumed ingest: %v\n%s", err, out)
 	}
-	// Wait until the run file exists and some work is committed.
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if st, err := os.Stat(db + "-wal"); err == nil && st.Size() > 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitStopped {
-			t.Fatalf("interrupted ingest exited with %v, want status %d\n%s", err, exitStopped, out.String())
-		}
-	}
-	first := out.String()
-	if !bytes.Contains(out.Bytes(), []byte("stopping")) {
-		t.Logf("the ingest may have finished before the signal:\n%s", first)
-	}
-	out.Reset()
-	cmd = exec.Command(os.Args[0], "ingest", "--db", db, in)
-	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("resumed ingest: %v\n%s", err, out.String())
-	}
-	t.Logf("second run: %s", out.String())
 	st := mustRun(t, "status", "--db", db, "--json")
-	if !bytes.Contains([]byte(st), []byte(`"records": 5000`)) || !bytes.Contains([]byte(st), []byte(`"finished": true`)) {
-		t.Fatalf("after resume the input is not fully read:\n%s\nfirst run:\n%s\nsecond run:\n%s", st, first, out.String())
+	if !strings.Contains(st, fmt.Sprintf(`"records": %d`, interruptRecords)) || !strings.Contains(st, `"finished": true`) {
+		t.Fatalf("after resume the input is not fully read:\n%s\nfirst run:\n%s\nsecond run:\n%s", st, first, out)
 	}
 }
 
 // TestSecondInterruptWaitsForTheFinalCommit sends two SIGINTs to a running
 // ingest: the process abandons work in flight but still exits on its own,
 // with the "stopped" status, after the engine's last commit; the run file is
-// whole and the same command completes the run.
+// whole and the same command completes the run with every record once.
 func TestSecondInterruptWaitsForTheFinalCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	dir := t.TempDir()
-	in := filepath.Join(dir, "chats.jsonl")
-	f, err := os.Create(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := synth.WriteWildChat(f, synth.Options{Seed: 5, Conversations: 5000, MaxTurns: 3}); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	db := filepath.Join(dir, "run.db")
-	cmd := exec.Command(os.Args[0], "ingest", "--db", db, in)
-	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if st, err := os.Stat(db + "-wal"); err == nil && st.Size() > 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cmd.Process.Signal(os.Interrupt)
-	time.Sleep(50 * time.Millisecond)
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitStopped {
-			t.Fatalf("twice interrupted ingest exited with %v, want status %d\n%s", err, exitStopped, out.String())
-		}
-	}
+	db, in, err, first := interruptIngest(t, 5, os.Interrupt, 2)
+	checkStoppedMidway(t, db, err, first)
 	mustRun(t, "status", "--db", db)
 	resumed := exec.Command(os.Args[0], "ingest", "--db", db, in)
 	resumed.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
@@ -228,8 +276,8 @@ func TestSecondInterruptWaitsForTheFinalCommit(t *testing.T) {
 		t.Fatalf("resumed ingest: %v\n%s", err, b)
 	}
 	st := mustRun(t, "status", "--db", db, "--json")
-	if !bytes.Contains([]byte(st), []byte(`"records": 5000`)) || !bytes.Contains([]byte(st), []byte(`"conversations": 5000`)) {
-		t.Fatalf("after resume the run does not hold every record once:\n%s\nfirst run:\n%s", st, out.String())
+	if !strings.Contains(st, fmt.Sprintf(`"records": %d`, interruptRecords)) || !strings.Contains(st, fmt.Sprintf(`"conversations": %d`, interruptRecords)) {
+		t.Fatalf("after resume the run does not hold every record once:\n%s\nfirst run:\n%s", st, first)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/ledger/pagesum"
 )
 
 // The resume benchmarks run over one generated run of -bench-convs
@@ -349,4 +350,46 @@ func BenchmarkQuickCheck(b *testing.B) {
 		b.ReportMetric(float64(st.Size())/1e6/time.Since(start).Seconds(), "MB/s")
 		b.ReportMetric(float64(st.Size())/1e6/(cpuTime()-cpu), "MB/cpu-s")
 	}
+}
+
+// BenchmarkPageChecksums reads every unit of the bench run, as an export
+// does, through the checksum VFS with the checks on and with them off
+// (pagesum.VerifyParam), alternating so both see the same machine, and
+// reports the ratio: what checking every page read costs.
+func BenchmarkPageChecksums(b *testing.B) {
+	path, err := benchRun()
+	if err != nil {
+		b.Fatal(err)
+	}
+	read := func(verify bool) (time.Duration, int64) {
+		v := "1"
+		if !verify {
+			v = "0"
+		}
+		db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&"+pagesum.VerifyParam+"="+v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		start := time.Now()
+		var n, bytes int64
+		if err := db.QueryRow(`SELECT count(*), sum(length(output)) FROM units`).Scan(&n, &bytes); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start), n
+	}
+	read(true) // warm the OS cache
+	var on, off time.Duration
+	for b.Loop() {
+		d, n := read(true)
+		on += d
+		d2, n2 := read(false)
+		off += d2
+		if n != n2 || n == 0 {
+			b.Fatalf("read %d units checked, %d unchecked", n, n2)
+		}
+	}
+	b.ReportMetric(on.Seconds()/off.Seconds(), "checked/unchecked")
+	b.ReportMetric(on.Seconds()/float64(b.N), "s/checked-read")
+	b.ReportMetric(off.Seconds()/float64(b.N), "s/unchecked-read")
 }

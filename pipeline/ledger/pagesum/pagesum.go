@@ -50,6 +50,11 @@ const Reserve = 8
 // file as malformed before any row can be read).
 const PadParam = "ac3_pad"
 
+// VerifyParam is a URI parameter that, set to 0, keeps the sums of pages
+// written but does not check those read: for measuring what the checks
+// cost. Nothing in ac3 reads a run file that way.
+const VerifyParam = "ac3_verify"
+
 // ExtendedCode is SQLite's extended result code for a page that fails its
 // checksum (SQLITE_IOERR_DATA).
 const ExtendedCode = 10 | 32<<8

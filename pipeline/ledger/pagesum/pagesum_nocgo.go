@@ -13,6 +13,9 @@ const Reserve = 8
 // PadParam: see the cgo build.
 const PadParam = "ac3_pad"
 
+// VerifyParam: see the cgo build.
+const VerifyParam = "ac3_verify"
+
 // ExtendedCode is SQLite's extended result code for a page that fails its
 // checksum (SQLITE_IOERR_DATA).
 const ExtendedCode = 10 | 32<<8
