@@ -72,9 +72,13 @@ bench-shard conversations="200000":
 
 # The chaos test in full: the e2e config over 300+ conversations against an
 # endpoint injecting every fault, with 20 SIGKILLs and resumes (the normal
-# test suite runs a short form with 5).
+# test suite runs a short form with 5); then the run's write-ahead log
+# removed mid-run, SIGTERM at seeded moments, the endpoint gone mid-run, a
+# damaged Parquet input, and 150 damaged copies of a finished run file. Each
+# resumes and compares every export and report (spend masked) with a run
+# that met nothing.
 chaos:
-    AC3_CHAOS=1 go test -count=1 -run TestChaosKillsAndFaults -timeout 60m -v ./cmd/ac3/
+    AC3_CHAOS=1 go test -count=1 -run 'TestChaos|TestDamagedRunFileNeverExportsWrongData' -timeout 90m -v ./cmd/ac3/
 
 # Render the demo report in headless Chromium and save a screenshot.
 report-check: run

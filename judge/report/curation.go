@@ -112,7 +112,7 @@ type AnalysisCostRow struct {
 
 // analysisCostPricing says what the analysis-cost dollars are, under the
 // table in report.md and report.html.
-const analysisCostPricing = "Dollars price the answers the curated turns used at the configured price of the model, whichever pass or mode (online or batch) paid for them, so they do not change with interruptions; what the run paid, and how often an answer came from its cache, is in the cost by role."
+const analysisCostPricing = "Dollars price the answers the curated turns used at the configured price of the model, whichever pass or mode (online or batch) paid for them, so they do not change with interruptions or batch mode; an answer that did not parse and was asked again counts both times, so calls, tokens and dollars here do change with such endpoint faults. What the run paid, and how often an answer came from its cache, is in the cost by role."
 
 // tokAcc sums context tokens.
 type tokAcc struct {
