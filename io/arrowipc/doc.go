@@ -8,6 +8,11 @@
 // with parquetio's decoders, so an IPC file with WildChat's columns reads as
 // well as one of ours.
 //
+// A damaged file is an error, not a shorter one (check.go): a file's footer
+// must list exactly the batches its body holds, a stream must end with its
+// end-of-stream marker and nothing after it, and every column of a batch
+// must have the batch's row count.
+//
 // What does not live here: the schema itself and the row decoding
 // (parquetio), Parquet, JSONL, and choosing a reader for a file (detect).
 package arrowipc

@@ -98,11 +98,12 @@ type ipcSource interface {
 type fileSource struct {
 	fr *ipc.FileReader
 	f  *os.File
+	n  int // batches read
 }
 
 func (s *fileSource) schema() *arrow.Schema { return s.fr.Schema() }
 
-func (s *fileSource) NextBatch() (arrow.Record, error) { return s.fr.Read() }
+func (s *fileSource) NextBatch() (arrow.Record, error) { return nextBatch(&s.n, s.fr.Read) }
 
 func (s *fileSource) Close() error {
 	err := s.fr.Close()
@@ -116,23 +117,61 @@ func (s *fileSource) Close() error {
 type streamSource struct {
 	sr *ipc.Reader
 	f  *os.File
+	n  int // batches read
 }
 
 func (s *streamSource) schema() *arrow.Schema { return s.sr.Schema() }
 
 func (s *streamSource) NextBatch() (arrow.Record, error) {
-	if s.sr.Next() {
-		return s.sr.Record(), nil
-	}
-	// The stream reader reports a clean end as no error; anything else,
-	// even a wrapped io.EOF, is a truncated or corrupt stream.
-	if err := s.sr.Err(); err != nil {
-		return nil, err
-	}
-	return nil, io.EOF
+	return nextBatch(&s.n, func() (arrow.Record, error) {
+		if s.sr.Next() {
+			return s.sr.Record(), nil
+		}
+		// The stream reader reports a clean end as no error; anything
+		// else, even a wrapped io.EOF, is a truncated or corrupt stream.
+		if err := s.sr.Err(); err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	})
 }
 
 func (s *streamSource) Close() error {
 	s.sr.Release()
 	return s.f.Close()
+}
+
+// nextBatch reads batch *n with read and checks it; its errors, Arrow's
+// panics among them, name the batch. Only a bare io.EOF is the end.
+func nextBatch(n *int, read func() (arrow.Record, error)) (arrow.Record, error) {
+	i := *n
+	var rec arrow.Record
+	err := parquetio.CatchPanic(func() (err error) {
+		rec, err = read()
+		return err
+	})
+	if err == io.EOF {
+		return nil, io.EOF
+	}
+	*n++
+	if err == nil {
+		err = checkBatch(rec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record batch %d: %w", i, err)
+	}
+	return rec, nil
+}
+
+// checkBatch checks that every column of a batch has the batch's row count.
+// Arrow accepts columns longer than the batch (and reads only the batch's
+// rows), but in a file we wrote or any sound one they are equal, so a
+// difference means the metadata is corrupt and the count cannot be trusted.
+func checkBatch(rec arrow.Record) error {
+	for i, c := range rec.Columns() {
+		if int64(c.Len()) != rec.NumRows() {
+			return fmt.Errorf("column %s has %d rows, the batch %d: %w", rec.ColumnName(i), c.Len(), rec.NumRows(), errCorrupt)
+		}
+	}
+	return nil
 }

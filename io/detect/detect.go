@@ -225,7 +225,9 @@ func columnar(path string) (string, error) {
 
 // Sniff picks the text format of an input from its first bytes (after
 // decompression); ext (like ".jsonl") breaks ties. It looks at the keys of
-// the first records: up to 16 lines, so a bad first line does not decide.
+// the first records: up to 16 lines, so a bad first line does not decide,
+// whether or not it starts like JSON (jsonl.IsArray tells a JSON array from
+// JSON Lines whose first line is broken, as the readers do).
 func Sniff(head []byte, ext string) (string, error) {
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	trimmed := bytes.TrimLeft(head, " \t\r\n")
@@ -233,8 +235,7 @@ func Sniff(head []byte, ext string) (string, error) {
 		// Empty input: any text reader yields nothing.
 		return OpenAI, nil
 	}
-	switch trimmed[0] {
-	case '[':
+	if jsonl.IsArray(trimmed) {
 		c := jsonl.NewCursor(trimmed)
 		var keys map[string]bool
 		// The first element may be larger than head; the keys seen
@@ -250,28 +251,31 @@ func Sniff(head []byte, ext string) (string, error) {
 			return f, nil
 		}
 		return "", fmt.Errorf("%w: a JSON array whose first element has keys %s (want shards, conversations, messages or conversation)", ErrUnknownFormat, keyList(keys))
-	case '{':
-		var seen map[string]bool
-		lines := bytes.Split(trimmed, []byte("\n"))
-		for i, line := range lines {
-			if i >= 16 {
-				break
-			}
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			keys := topKeys(jsonl.NewCursor(line))
-			if f := fromKeys(keys); f != "" {
-				return f, nil
-			}
-			if seen == nil {
-				seen = keys
-			}
-		}
-		return "", fmt.Errorf("%w: JSON Lines whose first record has keys %s (want conversation, messages, conversations or shards)", ErrUnknownFormat, keyList(seen))
 	}
-	what := trimmed[:min(len(trimmed), 16)]
-	return "", fmt.Errorf("%w: content starts with %q, not JSON, Parquet or Arrow (extension %q)", ErrUnknownFormat, what, ext)
+	// JSON Lines: the first record whose keys name a format decides.
+	var seen map[string]bool
+	lines := bytes.Split(trimmed, []byte("\n"))
+	for i, line := range lines {
+		if i >= 16 {
+			break
+		}
+		c := jsonl.NewCursor(line)
+		if c.Kind() != jsonl.KindObject {
+			continue
+		}
+		keys := topKeys(c)
+		if f := fromKeys(keys); f != "" {
+			return f, nil
+		}
+		if seen == nil {
+			seen = keys
+		}
+	}
+	if seen == nil {
+		what := trimmed[:min(len(trimmed), 16)]
+		return "", fmt.Errorf("%w: content starts with %q, not JSON, Parquet or Arrow (extension %q)", ErrUnknownFormat, what, ext)
+	}
+	return "", fmt.Errorf("%w: JSON Lines whose first record has keys %s (want conversation, messages, conversations or shards)", ErrUnknownFormat, keyList(seen))
 }
 
 var errStop = errors.New("stop")

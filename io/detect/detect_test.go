@@ -139,7 +139,10 @@ func TestSniff(t *testing.T) {
 	}{
 		{`{"conversation_hash":"x","conversation":[]}`, detect.WildChat},
 		{`{"turn":1,"conversation":[]}`, detect.WildChat},
-		{"not json\n" + `{"conversation_id":"x","conversation":[]}`, ""},
+		{"not json\n" + `{"conversation_id":"x","conversation":[]}`, detect.WildChat},
+		{"[oops\n" + `{"conversation_id":"x","conversation":[]}` + "\n", detect.WildChat},
+		{"[\n  " + `{"conversations": [`, detect.ShareGPT},
+		{"not json\nstill not\n", ""},
 		{"{broken\n" + `{"conversation_id":"x","conversation":[]}`, detect.WildChat},
 		{`{"messages":[]}`, detect.OpenAI},
 		{`{"id":"c","source":{},"format":"wildchat","messages":[]}`, detect.Canonical},
@@ -216,5 +219,80 @@ func TestDecoder(t *testing.T) {
 	}
 	if _, ok := detect.Decoder(detect.Parquet); ok {
 		t.Error("parquet has no text decoder")
+	}
+}
+
+// TestBadFirstLine checks that a first line that is not a record is
+// quarantined like any other bad line, with its line number and reason,
+// and the records after it are read, whether the format is given or found
+// from the lines after it (issue 26: such a file used to be refused whole).
+func TestBadFirstLine(t *testing.T) {
+	sample, err := os.ReadFile(filepath.Join(fixtures, "wildchat/wildchat-1m-sample10.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, intact := readAll(t, filepath.Join(fixtures, "wildchat/wildchat-1m-sample10.jsonl"), detect.Options{})
+	if len(intact.ids) != 10 || len(intact.bad) != 0 {
+		t.Fatalf("the intact sample reads as %d records, bad %v", len(intact.ids), intact.bad)
+	}
+	tests := []struct {
+		name, first string
+		format      string // given; "" to sniff
+		line        int64  // the quarantined line
+		reason      record.Reason
+	}{
+		{"prose, sniffed", "this is not json", "", 1, record.MalformedJSON},
+		{"prose, given", "this is not json", detect.WildChat, 1, record.MalformedJSON},
+		{"binary, sniffed", "\x00\x01\x02garbage\xff", "", 1, record.InvalidUTF8},
+		{"a broken array opener, sniffed", "[oops", "", 1, record.MalformedJSON},
+		{"a broken array opener, given", "[oops", detect.WildChat, 1, record.MalformedJSON},
+		{"a record cut short, sniffed", `[{"conversation_hash":"x","conv`, "", 1, record.TruncatedLine},
+		{"a JSON array, sniffed", `[1, 2, 3]`, "", 1, record.BadField},
+		{"a JSON string, sniffed", `"hello"`, "", 1, record.BadField},
+		{"a broken object, sniffed", `{"conversation_hash": "x", `, "", 1, record.TruncatedLine},
+		{"after a byte order mark and blank lines", "\xef\xbb\xbf\n\n# a comment", "", 3, record.MalformedJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "chats.jsonl")
+			if err := os.WriteFile(path, append([]byte(tt.first+"\n"), sample...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			format, res := readAll(t, path, detect.Options{Format: tt.format})
+			if format != detect.WildChat || res.errs != nil {
+				t.Fatalf("format %q, error %v", format, res.errs)
+			}
+			want := strconv.FormatInt(tt.line, 10) + "\t" + string(tt.reason)
+			if len(res.bad) != 1 || res.bad[0] != want {
+				t.Errorf("quarantined %q, want [%q]", res.bad, want)
+			}
+			if strings.Join(res.ids, " ") != strings.Join(intact.ids, " ") {
+				t.Errorf("records %v, want %v", res.ids, intact.ids)
+			}
+			// The parallel path (detect.OpenText) splits the same way.
+			tx, err := detect.OpenText(ctx(t), path, detect.Options{Format: tt.format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Close()
+			var n int
+			for {
+				ch, err := tx.Chunks.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+				rec := jsonl.DecodeChunk(ch, tx.File, tx.Decode)
+				if (rec.Bad != nil) != (ch.Line == tt.line) {
+					t.Errorf("OpenText: line %d quarantined %v", ch.Line, rec.Bad != nil)
+				}
+			}
+			if tx.Chunks.Array || n != 11 || tx.Format != detect.WildChat {
+				t.Errorf("OpenText: array %v, %d chunks, format %s; want lines, 11, wildchat", tx.Chunks.Array, n, tx.Format)
+			}
+		})
 	}
 }

@@ -152,7 +152,25 @@ func TestChunkReaderSniffsArrays(t *testing.T) {
 	for _, tt := range []struct {
 		in    string
 		array bool
-	}{{"\xef\xbb\xbf \n [{}]", true}, {"{}\n{}", false}, {"", false}} {
+	}{
+		{"\xef\xbb\xbf \n [{}]", true},
+		{"{}\n{}", false},
+		{"", false},
+		{"[", true},
+		{"[oops", true}, // one line: nothing else to go by
+		{"[\n  {\"a\": 1},\n  {\"a\": 2}\n]\n", true},
+		{"[\n{\"a\": 1}\n]\n", true},
+		{"[{\"a\":1},\n{\"a\":2}\n]\n", true},
+		{"[{\"a\":1},\n{\"a\":2},\n{\"a\":3}]\n", true},
+		{"[{\"a\":1}\n,{\"a\":2}\n,{\"a\":3}\n]", true},
+		{"[{\"a\":1},\n{\"a\":", true},
+		// JSON Lines whose first line is broken or not a record.
+		{"[oops\n{\"a\":1}\n{\"a\":2}\n", false},
+		{"[oops\n{\"a\":1}", false},
+		{"[1, 2]\n{\"a\":1}\n", false},
+		{"[{\"a\":1\n{\"a\":1}\n{\"a\":2}\n{\"b\n{\"a\":3}\n", false},
+		{"\xef\xbb\xbf[oops\r\n\r\n{\"a\":1}\r\n", false},
+	} {
 		cr := NewChunkReader(strings.NewReader(tt.in))
 		readAll(t, cr.Next)
 		if cr.Array != tt.array {

@@ -2,7 +2,9 @@ package jsonl
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -68,23 +70,57 @@ func (cr *ChunkReader) Next() (Chunk, error) { return cr.next() }
 // Line reports the line the reader has reached, for error messages.
 func (cr *ChunkReader) Line() int64 { return cr.line() }
 
-// isArray peeks past white space and a byte order mark for a '['.
+// isArray peeks at the start of the input (as much as the buffer holds)
+// and applies IsArray to it.
 func isArray(br *bufio.Reader) bool {
-	for n := 1; ; n++ {
-		head, err := br.Peek(n)
-		if len(head) < n || err != nil {
-			return false
+	head, _ := br.Peek(br.Size()) // short at the end of the input; IsArray copes
+	return IsArray(head)
+}
+
+// sniffLines is how many lines after the first IsArray looks at.
+const sniffLines = 16
+
+// IsArray reports whether head, the start of a text input, begins one JSON
+// array of records rather than JSON Lines. An input whose first non-blank
+// byte (after a byte order mark) is not '[' is JSON Lines. One that starts
+// with '[' is an array, unless its first line is broken and the lines after
+// it are the records: then it is JSON Lines with a bad first line, which is
+// quarantined like any other bad line instead of making the whole file
+// unreadable. That is decided on the complete lines among the next
+// sniffLines: JSON Lines if more of them are whole JSON objects than not.
+// The lines of an array's elements end in commas, or open an element that
+// goes on over the next lines, so an array has at most one such line (its
+// last element's, followed by the closing bracket's).
+func IsArray(head []byte) bool {
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	head = bytes.TrimLeft(head, " \t\r\n")
+	if len(head) == 0 || head[0] != '[' {
+		return false
+	}
+	first, rest, ok := bytes.Cut(head, []byte("\n"))
+	if !ok || len(bytes.TrimSpace(first)) == 1 {
+		// A single line, or a bare "[" line as pretty-printers write.
+		return true
+	}
+	var objects, others int
+	for n := 0; n < sniffLines && len(rest) > 0; {
+		var line []byte
+		line, rest, ok = bytes.Cut(rest, []byte("\n"))
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
 		}
-		switch b := head[n-1]; {
-		case b == ' ' || b == '\t' || b == '\r' || b == '\n':
-		case n <= 3 && string(head) == "\xef\xbb\xbf"[:n]:
+		n++
+		switch {
+		case line[0] == '{' && json.Valid(line):
+			objects++
+		case !ok:
+			// The last line in head may be cut short by the window.
 		default:
-			return b == '['
-		}
-		if n >= 4096 {
-			return false
+			others++
 		}
 	}
+	return objects <= others
 }
 
 // DecodeChunk turns a chunk into a record: over-size and cut-off chunks are

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow/go/v17/parquet/schema"
 )
 
 // Record assembly, the reverse of shred.go: each leaf column is decoded a
@@ -25,12 +26,13 @@ import (
 // struct children on goroutines of its own, where a panic ended the
 // process; that is why the reader used to decode nested columns twice).
 
-// loadBatch decodes up to rows records of every leaf under n from the open
-// row group.
-func (n *readNode) loadBatch(rows int64) error {
+// loadBatch decodes exactly rows records of every leaf under n from the
+// open row group; a leaf whose pages end or fail first is an error naming
+// its column (sc is the file's schema).
+func (n *readNode) loadBatch(rows int64, sc *schema.Schema) error {
 	if n.kind != leafNode {
 		for _, c := range n.children {
-			if err := c.loadBatch(rows); err != nil {
+			if err := c.loadBatch(rows, sc); err != nil {
 				return err
 			}
 		}
@@ -39,19 +41,50 @@ func (n *readNode) loadBatch(rows int64) error {
 	rr := n.rr
 	rr.Reset()
 	if err := rr.Reserve(rows); err != nil {
-		return err
+		return fmt.Errorf("column %s: %w", sc.Column(n.col).Path(), err)
 	}
-	for rows > 0 && rr.HasMore() {
-		got, err := rr.ReadRecords(rows)
+	var read int64
+	for read < rows {
+		got, err := rr.ReadRecords(rows - read)
 		if err != nil {
-			return err
+			return fmt.Errorf("column %s: %w", sc.Column(n.col).Path(), err)
 		}
 		if got == 0 {
 			break
 		}
-		rows -= got
+		read += got
+	}
+	if read != rows {
+		return &shortPages{column: sc.Column(n.col).Path(), read: read, cause: n.pagesEnded()}
+	}
+	// A column without levels has a value per row; one with levels has a
+	// level per value, and LevelsPos counts those this batch took.
+	if sc.Column(n.col).MaxDefinitionLevel() > 0 {
+		n.values += rr.LevelsPos()
+	} else {
+		n.values += read
 	}
 	return nil
+}
+
+// shortPages reports a leaf whose pages ended, or stopped decoding, before
+// the rows of a batch; the caller says where in the row group that is.
+type shortPages struct {
+	column string
+	read   int64 // rows of the batch it gave
+	cause  string
+}
+
+func (e *shortPages) Error() string {
+	return fmt.Sprintf("column %s: its pages end %d rows into the batch: %s", e.column, e.read, e.cause)
+}
+
+// pagesEnded says why the leaf's pages ended, for an error about it.
+func (n *readNode) pagesEnded() string {
+	if n.pages != nil && n.pages.err != nil {
+		return n.pages.err.Error()
+	}
+	return "no more values, or values that do not decode"
 }
 
 // levels returns the definition and repetition levels of the last batch

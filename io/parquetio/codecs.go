@@ -1,6 +1,7 @@
 package parquetio
 
 import (
+	"encoding/binary"
 	"sync"
 
 	"github.com/apache/arrow/go/v17/parquet/compress"
@@ -28,7 +29,8 @@ import (
 // code may decode on goroutines of its own. safeDecode wraps each
 // registered codec so a failed Decode returns nil instead; the page reader
 // then sees fewer bytes than the page header promised and returns an
-// error.
+// error. So does a page whose codec header claims more than the page's
+// size, before the codec allocates what it claims.
 //
 // Both replacements are installed once, in init, because Arrow's codec
 // registry is a plain map read without a lock: changing it later could race
@@ -48,24 +50,55 @@ func init() {
 		if err != nil {
 			continue // not built into this Arrow: nothing to wrap
 		}
-		var codec compress.Codec = safeDecode{base}
+		var codec compress.Codec = safeDecode{base, c}
 		if c == compress.Codecs.Zstd {
-			codec = &reusedZstd{safeDecode: safeDecode{base}, encs: map[zstd.EncoderLevel]*zstd.Encoder{}}
+			codec = &reusedZstd{safeDecode: safeDecode{base, c}, encs: map[zstd.EncoderLevel]*zstd.Encoder{}}
 		}
 		compress.RegisterCodec(c, codec)
 	}
 }
 
-// safeDecode is a codec whose Decode returns nil instead of panicking.
-type safeDecode struct{ compress.Codec }
+// safeDecode is a codec whose Decode returns nil instead of panicking, or
+// when the data claims to be larger than dst, which Arrow's page reader
+// (its only caller) sizes to the page.
+type safeDecode struct {
+	compress.Codec
+	kind compress.Compression
+}
 
 func (s safeDecode) Decode(dst, src []byte) (out []byte) {
+	// Arrow's page reader sizes dst to the page's uncompressed size. Snappy
+	// and zstd allocate what their own header claims before finding out
+	// that the data does not hold it (snappy up to 4 GiB a page, zstd up to
+	// its 512 MiB window), bypassing the reader's allocator: a corrupt page
+	// would cost seconds and gigabytes before its error.
+	if n, ok := claimedSize(s.kind, src); ok && n > uint64(len(dst)) {
+		return nil
+	}
 	defer func() {
 		if recover() != nil {
 			out = nil
 		}
 	}()
 	return s.Codec.Decode(dst, src)
+}
+
+// claimedSize is the decompressed size compressed data of a codec says it
+// has in its header, for the codecs that allocate by it.
+func claimedSize(kind compress.Compression, src []byte) (uint64, bool) {
+	switch kind {
+	case compress.Codecs.Snappy:
+		// A snappy block starts with its decoded length as a uvarint.
+		n, k := binary.Uvarint(src)
+		return n, k > 0
+	case compress.Codecs.Zstd:
+		var h zstd.Header
+		if h.Decode(src) != nil || !h.HasFCS {
+			return 0, false
+		}
+		return h.FrameContentSize, true
+	}
+	return 0, false
 }
 
 // level maps a Parquet compression level as Arrow does.

@@ -41,4 +41,8 @@
 // the caller's goroutine under CatchPanic, with an allocator that refuses
 // sizes no file of that length can need (allocator.go), and each row
 // group's page headers are walked before any page is read (pagewalk.go).
+// Nor is it a shorter file: every row group must decode to the rows its
+// metadata counts, and every column to the values its chunk's metadata
+// counts (reader.go), because Arrow's record reader takes a page it cannot
+// decode for the end of its column.
 package parquetio

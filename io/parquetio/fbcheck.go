@@ -278,3 +278,48 @@ func CheckIPCFooter(footer []byte) error {
 	}
 	return nil
 }
+
+// IPCBlock is a Block of an Arrow IPC file footer: where one message is.
+type IPCBlock struct {
+	Offset         int64 // of the message's length prefix
+	MetaDataLength int32 // prefix, flatbuffer and padding
+	BodyLength     int64
+}
+
+// IPCFooterBlocks returns the dictionary and record batch blocks of a
+// footer that CheckIPCFooter has accepted, so a reader can hold them
+// against the messages the file holds.
+func IPCFooterBlocks(footer []byte) (dictionaries, batches []IPCBlock, err error) {
+	c := &fbChecker{b: footer}
+	t, err := c.deref(0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading arrow file footer: %w", err)
+	}
+	read := func(field int) ([]IPCBlock, error) {
+		p, err := c.field(t, field)
+		if err != nil {
+			return nil, err
+		}
+		start, n, err := c.vector(p, fbBlockSize)
+		if err != nil {
+			return nil, err
+		}
+		blocks := make([]IPCBlock, n)
+		for i := range blocks {
+			b := footer[start+fbBlockSize*i:]
+			blocks[i] = IPCBlock{
+				Offset:         int64(binary.LittleEndian.Uint64(b)),
+				MetaDataLength: int32(binary.LittleEndian.Uint32(b[8:])),
+				BodyLength:     int64(binary.LittleEndian.Uint64(b[16:])),
+			}
+		}
+		return blocks, nil
+	}
+	if dictionaries, err = read(fbFooterDictionaries); err != nil {
+		return nil, nil, fmt.Errorf("reading arrow file footer: %w", err)
+	}
+	if batches, err = read(fbFooterRecordBatches); err != nil {
+		return nil, nil, fmt.Errorf("reading arrow file footer: %w", err)
+	}
+	return dictionaries, batches, nil
+}

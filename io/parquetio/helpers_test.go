@@ -255,6 +255,12 @@ func wildchatSchema(categories []string) *arrow.Schema {
 // like the Hugging Face release (snappy, as the datasets library writes).
 func buildWildChatParquet(tb testing.TB, lines [][]byte) []byte {
 	tb.Helper()
+	return buildWildChatParquetWith(tb, lines, compress.Codecs.Snappy)
+}
+
+// buildWildChatParquetWith is buildWildChatParquet with another codec.
+func buildWildChatParquetWith(tb testing.TB, lines [][]byte, codec compress.Compression) []byte {
+	tb.Helper()
 	var first struct {
 		OpenAI []struct {
 			Categories map[string]bool `json:"categories"`
@@ -275,7 +281,7 @@ func buildWildChatParquet(tb testing.TB, lines [][]byte) []byte {
 		tb.Fatal(err)
 	}
 	defer rec.Release()
-	return writeArrowParquet(tb, rec, compress.Codecs.Snappy)
+	return writeArrowParquet(tb, rec, codec)
 }
 
 // writeArrowParquet writes rec as a Parquet file with plain pqarrow, as a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -165,7 +166,8 @@ type parquetSource struct {
 	leaves []*readNode // their leaf columns
 	schema *arrow.Schema
 	next   int          // next row group to open
-	open   bool         // row group next-1 has rows left
+	open   bool         // row group next-1 is being read
+	left   int64        // rows of the open row group not read yet
 	cur    arrow.Record // the batch last returned
 }
 
@@ -207,17 +209,26 @@ func (s *parquetSource) project(p projection) {
 	s.schema = s.schemaOf(kept)
 }
 
+// NextBatch returns the next batch of the open row group. A row group ends
+// when the rows its metadata counts have been read, not when the pages run
+// out: Arrow's record reader ends a column quietly at a page it cannot
+// decode, so pages running out early must be an error, or a corrupt file
+// would read as a shorter one (issue 26).
 func (s *parquetSource) NextBatch() (arrow.Record, error) {
 	s.release()
 	for {
 		if s.open {
-			rec, err := s.readBatch()
-			if err != nil {
-				return nil, fmt.Errorf("row group %d: %w", s.next-1, err)
-			}
-			if rec != nil {
+			if s.left > 0 {
+				rec, err := s.readBatch(min(readBatchRows, s.left))
+				if err != nil {
+					return nil, fmt.Errorf("row group %d: %w", s.next-1, err)
+				}
+				s.left -= rec.NumRows()
 				s.cur = rec
 				return rec, nil
+			}
+			if err := s.checkRowGroupEnd(); err != nil {
+				return nil, fmt.Errorf("row group %d: %w", s.next-1, err)
 			}
 			s.open = false
 		}
@@ -239,6 +250,7 @@ func (s *parquetSource) NextBatch() (arrow.Record, error) {
 func (s *parquetSource) openRowGroup(rg int) error {
 	g := s.pf.RowGroup(rg)
 	md := s.pf.MetaData()
+	s.left = g.NumRows() // checkMetadata made sure it is not negative
 	for col := range g.NumColumns() {
 		if err := walkPages(s.f, s.size, md, g, col); err != nil {
 			return fmt.Errorf("column %s: %w", md.Schema.Column(col).Path(), err)
@@ -253,40 +265,85 @@ func (s *parquetSource) openRowGroup(rg int) error {
 		if leaf.rr == nil {
 			leaf.rr = file.NewRecordReader(md.Schema.Column(leaf.col), leaf.info, leaf.field.Type, s.mem, s.pf.BufferPool())
 		}
-		leaf.rr.SetPageReader(pr)
+		leaf.pages = &pageReader{PageReader: pr}
+		leaf.rr.SetPageReader(leaf.pages)
+		leaf.values = 0
 	}
 	return nil
 }
 
-// readBatch reads the next readBatchRows rows of the open row group, or
-// returns nil at its end.
-func (s *parquetSource) readBatch() (arrow.Record, error) {
+// pageReader remembers why a column chunk's pages ended. Arrow's column
+// reader takes a page reader's error as the end of the chunk and returns
+// none; the row counts show the chunk ended early, this says why.
+type pageReader struct {
+	file.PageReader
+	err error
+}
+
+func (p *pageReader) Next() bool {
+	if p.PageReader.Next() {
+		return true
+	}
+	p.err = p.PageReader.Err()
+	return false
+}
+
+// checkRowGroupEnd checks, once the rows the metadata counts have been
+// read, that every column took exactly the values (levels) its chunk's
+// metadata counts. Fewer means the last rows' values stopped early (Arrow
+// counts a list column's last row whole when a page under it does not
+// decode) or pages holding rows the metadata does not count; more means
+// pages holding more values than it says.
+func (s *parquetSource) checkRowGroupEnd() error {
+	g := s.pf.MetaData().RowGroup(s.next - 1)
+	for _, leaf := range s.leaves {
+		cc, err := g.ColumnChunk(leaf.col)
+		if err != nil {
+			return err
+		}
+		if leaf.values != cc.NumValues() {
+			why := ""
+			if leaf.pages.err != nil {
+				why = ": " + leaf.pages.err.Error()
+			}
+			return fmt.Errorf("column %s: its %d rows hold %d values where the metadata counts %d%s",
+				s.pf.MetaData().Schema.Column(leaf.col).Path(), g.NumRows(), leaf.values, cc.NumValues(), why)
+		}
+	}
+	return nil
+}
+
+// readBatch reads the next rows rows (at least one) of the open row group.
+// Every leaf column must yield exactly that many, and every column's array
+// have that length.
+func (s *parquetSource) readBatch(rows int64) (arrow.Record, error) {
 	cols := make([]arrow.Array, 0, len(s.nodes))
 	defer func() {
 		for _, c := range cols {
 			c.Release()
 		}
 	}()
-	rows := -1
+	md := s.pf.MetaData()
 	for _, n := range s.nodes {
-		if err := n.loadBatch(readBatchRows); err != nil {
-			return nil, fmt.Errorf("column %s: %w", n.field.Name, err)
+		if err := n.loadBatch(rows, md.Schema); err != nil {
+			var short *shortPages
+			if errors.As(err, &short) {
+				total := s.pf.RowGroup(s.next - 1).NumRows()
+				return nil, fmt.Errorf("column %s: its pages end after %d of the %d rows the metadata counts: %s",
+					short.column, total-s.left+short.read, total, short.cause)
+			}
+			return nil, err
 		}
-		a, err := n.build(readBatchRows, s.mem)
+		a, err := n.build(rows, s.mem)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", n.field.Name, err)
 		}
 		cols = append(cols, a)
-		if rows < 0 {
-			rows = a.Len()
-		} else if a.Len() != rows {
-			return nil, fmt.Errorf("column %s has %d rows where %s has %d", n.field.Name, a.Len(), s.nodes[0].field.Name, rows)
+		if int64(a.Len()) != rows {
+			return nil, fmt.Errorf("column %s: its levels make %d rows of the %d read", n.field.Name, a.Len(), rows)
 		}
 	}
-	if rows <= 0 {
-		return nil, nil
-	}
-	return array.NewRecord(s.schema, cols, int64(rows)), nil
+	return array.NewRecord(s.schema, cols, rows), nil
 }
 
 func (s *parquetSource) release() {
@@ -425,11 +482,17 @@ var errReaderClosed = errors.New("reader is closed")
 
 // checkMetadata decodes every column chunk's metadata once, up front, so
 // that a corrupt footer is an error when the file is opened rather than in
-// the middle of it.
+// the middle of it. The row counts of the row groups must add up to the
+// file's: they are what the reader holds the pages to.
 func checkMetadata(pf *file.Reader) error {
 	md := pf.MetaData()
+	var rows int64
 	for rg := 0; rg < len(md.RowGroups); rg++ {
 		g := md.RowGroup(rg)
+		if g.NumRows() < 0 || g.NumRows() > math.MaxInt64-rows {
+			return fmt.Errorf("row group %d has %d rows", rg, g.NumRows())
+		}
+		rows += g.NumRows()
 		if g.NumColumns() != md.Schema.NumColumns() {
 			return fmt.Errorf("row group %d has %d columns, the schema %d", rg, g.NumColumns(), md.Schema.NumColumns())
 		}
@@ -441,7 +504,16 @@ func checkMetadata(pf *file.Reader) error {
 			if cc.TotalCompressedSize() < 0 || cc.DataPageOffset() < 0 {
 				return fmt.Errorf("row group %d column %d: negative size or offset", rg, c)
 			}
+			// A row is one value of a flat column and at least one of a
+			// repeated one.
+			if flat := md.Schema.Column(c).MaxRepetitionLevel() == 0; flat && cc.NumValues() != g.NumRows() ||
+				!flat && cc.NumValues() < g.NumRows() {
+				return fmt.Errorf("row group %d column %s: %d values for %d rows", rg, md.Schema.Column(c).Path(), cc.NumValues(), g.NumRows())
+			}
 		}
+	}
+	if rows != md.NumRows {
+		return fmt.Errorf("the file's metadata counts %d rows, its row groups %d", md.NumRows, rows)
 	}
 	return nil
 }

@@ -49,7 +49,9 @@ type readNode struct {
 	levelsFrom    *readNode
 	repeatedChild bool
 
-	rr file.RecordReader // leaf: set while a row group is open
+	rr     file.RecordReader // leaf: set while a row group is open
+	pages  *pageReader       // leaf: the open row group's pages
+	values int64             // leaf: values (levels) of the open row group read so far
 }
 
 func (n *readNode) hasRepeated() bool {

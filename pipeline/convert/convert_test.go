@@ -12,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/ac3/ac3/io/arrowipc"
 	"github.com/ac3/ac3/io/detect"
 	"github.com/ac3/ac3/io/parquetio"
 	"github.com/ac3/ac3/io/record"
@@ -250,6 +254,105 @@ func TestStops(t *testing.T) {
 			_, err := convert.Run(testCtx(t), []string{filepath.Join(t.TempDir(), "nope.jsonl")}, opener(d), nil, &c, nil, p.opts...)
 			if !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("error %v, want one wrapping os.ErrNotExist", err)
+			}
+		})
+	}
+}
+
+// damageRowGroup flips the last byte of every column chunk of row group rg
+// of the Parquet file at path, a byte of each last page's zstd checksum:
+// the page headers stay intact and the pages no longer decode.
+func damageRowGroup(t *testing.T, path string, rg int) {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := pf.MetaData().RowGroup(rg)
+	var ends []int64
+	for c := range g.NumColumns() {
+		cc, err := g.ColumnChunk(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := cc.DataPageOffset()
+		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+			start = cc.DictionaryPageOffset()
+		}
+		ends = append(ends, start+cc.TotalCompressedSize()-1)
+	}
+	pf.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ends {
+		data[e] ^= 0xFF
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDamagedColumnarInput converts a Parquet file whose second row group
+// does not decode and an Arrow stream cut before its end (issue 26: the
+// first read as a shorter file with no error). Both must be an error naming
+// the file, after the records before the damage.
+func TestDamagedColumnarInput(t *testing.T) {
+	d := detect.Options{OpenArrow: arrowipc.OpenReader}
+	dir := t.TempDir()
+	src := filepath.Join(fixtures, "wildchat/wildchat-1m-sample10.jsonl")
+	pq := filepath.Join(dir, "damaged.parquet")
+	w, err := parquetio.Create(pq, parquetio.WriterOptions{RowGroupRows: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := convert.Run(testCtx(t), []string{src}, opener(d), nil, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	damageRowGroup(t, pq, 1)
+
+	arrows := filepath.Join(dir, "cut.arrows")
+	f, err := os.Create(arrows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := ipc.NewWriter(f, ipc.WithSchema(parquetio.Schema()))
+	b := parquetio.NewConversationBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Append(&conv.Conversation{ID: "a", Messages: []conv.Message{{Role: conv.User, Content: "hi"}}})
+	rec := b.NewRecord()
+	if err := sw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	// No sw.Close: the stream ends without its end-of-stream marker, as a
+	// writer killed between two batches leaves it.
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tt := range []struct {
+		path, want string
+		before     int
+	}{
+		{pq, "row group 1", 4},
+		{arrows, "end-of-stream marker", 0},
+	} {
+		t.Run(filepath.Base(tt.path), func(t *testing.T) {
+			var c collect
+			st, err := convert.Run(testCtx(t), []string{tt.path}, opener(d), nil, &c, c.onBad, convert.WithText(d))
+			if err == nil {
+				t.Fatalf("no error; %d records converted", st.Records)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tt.path) || !strings.Contains(msg, tt.want) {
+				t.Errorf("error %v, want one naming the file and %q", msg, tt.want)
+			}
+			if len(c.ids) != tt.before {
+				t.Errorf("converted %d records before the error, want %d", len(c.ids), tt.before)
 			}
 		})
 	}

@@ -2,10 +2,15 @@ package ingest_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/apache/arrow/go/v17/parquet/file"
+
 	"github.com/ac3/ac3/io/detect"
+	"github.com/ac3/ac3/io/parquetio"
 	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/ingest"
 	"github.com/ac3/ac3/pipeline/ledger"
@@ -14,7 +19,7 @@ import (
 const sample = "../../fixtures/wildchat/wildchat-1m-sample10.jsonl"
 
 func open(ctx context.Context, path string) (record.Reader, string, error) {
-	return detect.Open(ctx, path, detect.Options{})
+	return detect.Open(ctx, path, detect.Options{OpenParquet: parquetio.OpenReader})
 }
 
 // commits ingests the sample with opts and returns the records each commit
@@ -74,5 +79,148 @@ func TestBatchBoundedByBytes(t *testing.T) {
 	byCount, _ := commits(t, ingest.Options{BatchSize: 4})
 	if len(byCount) != 3 || byCount[0] != 4 || byCount[1] != 4 || byCount[2] != 2 {
 		t.Errorf("commits with BatchSize 4: %v, want [4 4 2]", byCount)
+	}
+}
+
+// damagedParquet writes nine conversations of the sample to a Parquet file
+// in row groups of four and damages the last page of every column of the
+// second row group (one byte of each page's zstd checksum), leaving the
+// page headers intact. It returns the file's path.
+func damagedParquet(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	r, _, err := open(ctx, sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	path := filepath.Join(t.TempDir(), "damaged.parquet")
+	w, err := parquetio.Create(path, parquetio.WriterOptions{RowGroupRows: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 9 {
+		rec, err := r.Next(ctx)
+		if err != nil || rec.Conv == nil {
+			t.Fatalf("reading the sample: %+v, %v", rec, err)
+		}
+		if err := w.Write(rec.Conv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []int64
+	g := pf.MetaData().RowGroup(1)
+	for c := range g.NumColumns() {
+		cc, err := g.ColumnChunk(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := cc.DataPageOffset()
+		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+			start = cc.DictionaryPageOffset()
+		}
+		ends = append(ends, start+cc.TotalCompressedSize()-1)
+	}
+	pf.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ends {
+		data[e] ^= 0xFF
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDamagedParquetIsNotDone ingests a Parquet file whose second row
+// group's pages do not decode (issue 26: such a file read as a shorter one,
+// and ingest marked it done). Ingest must end with an error naming the file
+// and the row group, keep the first row group, and leave the input
+// unfinished, on the first attempt and on a resumed one.
+func TestDamagedParquetIsNotDone(t *testing.T) {
+	ctx := context.Background()
+	path := damagedParquet(t)
+	l, err := ledger.Open(ctx, filepath.Join(t.TempDir(), "run.db"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for attempt := range 2 {
+		sum, err := ingest.Run(ctx, l, []string{path}, ingest.Options{Open: open})
+		if err == nil {
+			t.Fatalf("attempt %d: no error; summary %+v", attempt, sum.Files)
+		}
+		if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "row group 1") {
+			t.Errorf("attempt %d: the error does not name the file and row group 1: %v", attempt, msg)
+		}
+		in, known, err := l.Input(ctx, path)
+		if err != nil || !known {
+			t.Fatalf("attempt %d: input %v, %v", attempt, known, err)
+		}
+		if in.Finished || in.RecordsDone != 4 {
+			t.Errorf("attempt %d: input finished %v after %d records; want unfinished after the 4 of row group 0", attempt, in.Finished, in.RecordsDone)
+		}
+		if n, err := l.CountConversations(ctx); err != nil || n != 4 {
+			t.Errorf("attempt %d: the run holds %d conversations (%v), want 4", attempt, n, err)
+		}
+	}
+}
+
+// TestBadFirstLineIsQuarantined ingests files whose first line is not a
+// record: it is quarantined with its file, line and reason, and the ten
+// records after it are kept, whether the format is given or sniffed.
+func TestBadFirstLineIsQuarantined(t *testing.T) {
+	good, err := os.ReadFile(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, first, format string
+		reason              record.Reason
+	}{
+		{"prose, sniffed", "not json at all", "", record.MalformedJSON},
+		{"prose, given", "not json at all", detect.WildChat, record.MalformedJSON},
+		{"a broken array, sniffed", "[oops", "", record.MalformedJSON},
+		{"a broken array, given", "[oops", detect.WildChat, record.MalformedJSON},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "chats.jsonl")
+			if err := os.WriteFile(path, append([]byte(tt.first+"\n"), good...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, err := ledger.Open(ctx, filepath.Join(t.TempDir(), "run.db"), ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			openAs := func(ctx context.Context, p string) (record.Reader, string, error) {
+				return detect.Open(ctx, p, detect.Options{Format: tt.format})
+			}
+			sum, err := ingest.Run(ctx, l, []string{path}, ingest.Options{Open: openAs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fs := sum.Files[0]; !fs.Finished || fs.Records != 11 || fs.Kept != 10 || fs.Bad != 1 {
+				t.Errorf("summary %+v; want finished, 11 records, 10 kept, 1 quarantined", fs)
+			}
+			var q []ledger.Quarantined
+			if err := l.Quarantine(ctx, func(r ledger.Quarantined) error { q = append(q, r); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if len(q) != 1 || q[0].Source.File != "chats.jsonl" || q[0].Source.Line != 1 || q[0].Reason != tt.reason {
+				t.Errorf("quarantined %+v; want chats.jsonl line 1, %s", q, tt.reason)
+			}
+		})
 	}
 }
