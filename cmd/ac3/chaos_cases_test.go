@@ -218,3 +218,55 @@ func TestChaosEndpointGoneMidRun(t *testing.T) {
 	t.Logf("endpoint gone: the run ended %v later", time.Since(gone).Round(time.Millisecond))
 	c.finishAndCompare(t, cfg, "gone", startScripted(t))
 }
+
+// TestChaosDamagedParquetInput runs the e2e config over a Parquet input
+// with 64 bytes flipped in the middle: the run must stop at ingest with an
+// error naming the file and the row group, leave the input unfinished, and,
+// once the intact file is back in its place, end with the outputs of a run
+// over the intact file.
+func TestChaosDamagedParquetInput(t *testing.T) {
+	c := newChaosCase(t)
+	pq := filepath.Join(c.dir, "chats.parquet")
+	mustRun(t, "convert", "--out", pq, c.in)
+	intact, err := os.ReadFile(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := startScripted(t)
+	refCfg := chaosConfig(t, c.dir, "pqref", pq)
+	if out, err := chaosRun(refCfg, ref.URL).CombinedOutput(); err != nil {
+		t.Fatalf("reference run over Parquet: %v\n%s", err, out)
+	}
+
+	damaged := bytes.Clone(intact)
+	mid := len(damaged) / 2
+	for i := mid; i < mid+64; i++ {
+		damaged[i] ^= 0xff
+	}
+	if err := os.WriteFile(pq, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startScripted(t)
+	cfg := chaosConfig(t, c.dir, "pqdamaged", pq)
+	out, err := chaosRun(cfg, srv.URL).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), pq) || !strings.Contains(string(out), "row group") {
+		t.Fatalf("a run over a damaged Parquet input: %v\n%s", err, out)
+	}
+	if srv.Count() != 0 {
+		t.Errorf("the run stopped at ingest but sent %d requests", srv.Count())
+	}
+	st := chaosStatus(t, filepath.Join(c.dir, "pqdamaged", "e2e.db"))
+	for _, in := range st.Inputs {
+		if in.Finished {
+			t.Fatalf("the damaged input is marked finished: %+v", in)
+		}
+	}
+	if err := os.WriteFile(pq, intact, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := chaosRun(cfg, srv.URL).CombinedOutput(); err != nil {
+		t.Fatalf("the run over the intact file: %v\n%s", err, out)
+	}
+	chaosCompareOutputs(t, filepath.Join(c.dir, "pqref", "e2e"), filepath.Join(c.dir, "pqdamaged", "e2e"))
+}

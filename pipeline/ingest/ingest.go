@@ -141,7 +141,14 @@ func ingestFile(ctx context.Context, l *ledger.Ledger, path string, opts Options
 	if known {
 		fs.Format = in.Format
 		if in.Size != st.Size() || in.MTimeNs != st.ModTime().UnixNano() {
-			return fs, fmt.Errorf("ingesting %s: the file changed since this run started reading it (size or time differ); use a new --db", path)
+			if in.RecordsDone > 0 || in.Finished {
+				return fs, fmt.Errorf("ingesting %s: the file changed (size or time) since this run read %d records of it; restore the file it read, or ingest the new one into a new run (--db NEW.db)", path, in.RecordsDone)
+			}
+			// Nothing of the old file is in the run (it failed before its
+			// first batch, e.g. damaged): the new one is read from the start.
+			if err := l.ReplaceInputFile(ctx, in.ID, st.Size(), st.ModTime().UnixNano()); err != nil {
+				return fs, err
+			}
 		}
 		if in.Finished {
 			fs.Skipped, fs.Finished = true, true

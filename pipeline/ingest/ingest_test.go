@@ -224,3 +224,55 @@ func TestBadFirstLineIsQuarantined(t *testing.T) {
 		})
 	}
 }
+
+// TestReplacedInput: a file none of whose records the run read (it failed
+// before its first batch) may be replaced and is then read from the start;
+// a file the run read records of may not change.
+func TestReplacedInput(t *testing.T) {
+	ctx := context.Background()
+	raw, err := os.ReadFile(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		read    int64 // records the run had read of the old file
+		wantErr string
+	}{
+		{"nothing read", 0, ""},
+		{"records read", 4, "since this run read 4 records of it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "chats.jsonl")
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, err := ledger.Open(ctx, filepath.Join(dir, "run.db"), ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			// The run knew an older file at this path (another size).
+			in, err := l.AddInput(ctx, ledger.Input{Path: path, Format: "wildchat", Size: 7, MTimeNs: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.read > 0 {
+				if _, err := l.CommitIngest(ctx, ledger.IngestBatch{InputID: in.ID, RecordsDone: c.read}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sum, err := ingest.Run(ctx, l, []string{path}, ingest.Options{Open: open})
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("a changed file with records read: %v", err)
+				}
+				return
+			}
+			if err != nil || sum.Files[0].Kept != 10 || !sum.Files[0].Finished {
+				t.Fatalf("a replaced file with nothing read: %+v, %v", sum.Files, err)
+			}
+		})
+	}
+}

@@ -69,6 +69,22 @@ func (l *Ledger) AddInput(ctx context.Context, in Input) (_ Input, err error) {
 	return in, err
 }
 
+// ReplaceInputFile records a new size and modification time for an input
+// none of whose records were read yet: a file that failed before its first
+// batch (a damaged one) may be replaced, since nothing of the old one is in
+// the run. It refuses an input with records read.
+func (l *Ledger) ReplaceInputFile(ctx context.Context, id, size, mtimeNs int64) (err error) {
+	defer l.classify(&err)
+	res, err := l.w.ExecContext(ctx, `UPDATE inputs SET size = ?, mtime_ns = ? WHERE id = ? AND records_done = 0 AND NOT finished`, size, mtimeNs, id)
+	if err != nil {
+		return fmt.Errorf("recording the replaced input %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("recording the replaced input %d: it has records read already", id)
+	}
+	return nil
+}
+
 // IngestBatch is what ingest commits at once for one input: the conversations
 // that passed the filters, the filter drops, the quarantined records, and the
 // input's new position. Committing it is atomic, so after a crash the input's

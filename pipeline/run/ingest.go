@@ -59,17 +59,20 @@ func (r *runner) ingest(ctx context.Context) (bool, error) {
 		OnBatch: func(_ string, n int64, _ ledger.IngestResult, _ int) { m.Add(n, 0) },
 	})
 	m.Stop()
-	r.logIngest(sum)
+	r.logIngest(sum, err != nil)
 	if err != nil {
 		return false, err
 	}
 	return !sum.Stopped && !r.stopped(), nil
 }
 
-func (r *runner) logIngest(sum ingest.Summary) {
+// logIngest prints what ingest read, file by file. failed: it ended with an
+// error, which the last file met; that file is said to be unfinished, so
+// its counts are not taken for a whole file's.
+func (r *runner) logIngest(sum ingest.Summary, failed bool) {
 	var kept, bad, dropped int64
 	drops := map[string]int64{}
-	for _, f := range sum.Files {
+	for i, f := range sum.Files {
 		switch {
 		case f.Skipped:
 			r.logf("%s: already ingested, skipped\n", f.Path)
@@ -84,10 +87,18 @@ func (r *runner) logIngest(sum ingest.Summary) {
 			drops[k] += v
 			d += v
 		}
-		r.logf("%d records, %d kept, %d dropped, %d quarantined\n", f.Records, f.Kept, d, f.Bad)
+		unfinished := ""
+		if failed && i == len(sum.Files)-1 && !f.Finished {
+			unfinished = "; stopped by the error below, the file is not done"
+		}
+		r.logf("%d records, %d kept, %d dropped, %d quarantined%s\n", f.Records, f.Kept, d, f.Bad, unfinished)
 		kept, bad, dropped = kept+f.Kept, bad+f.Bad, dropped+d
 	}
-	r.logf("kept %d conversations; dropped %d; quarantined %d\n", kept, dropped, bad)
+	so := ""
+	if failed {
+		so = " so far"
+	}
+	r.logf("kept %d conversations%s; dropped %d; quarantined %d\n", kept, so, dropped, bad)
 	if dropped > 0 && r.opts.Log != nil {
 		WriteCounts(r.opts.Log, "dropped by reason", drops, dropped)
 	}
