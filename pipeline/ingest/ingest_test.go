@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/parquet/file"
-
 	"github.com/ac3/ac3/io/detect"
 	"github.com/ac3/ac3/io/parquetio"
 	"github.com/ac3/ac3/io/record"
@@ -82,65 +80,23 @@ func TestBatchBoundedByBytes(t *testing.T) {
 	}
 }
 
-// damagedParquet writes nine conversations of the sample to a Parquet file
-// in row groups of four and damages the last page of every column of the
-// second row group (one byte of each page's zstd checksum), leaving the
-// page headers intact. It returns the file's path.
+// damagedParquet is a copy of the bad-input fixture: the ten sample
+// conversations in row groups of four, the second row group's pages
+// damaged (fixtures/bad/README.md says how it was made).
 func damagedParquet(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
-	r, _, err := open(ctx, sample)
+	b, err := os.ReadFile(damagedFixture)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 	path := filepath.Join(t.TempDir(), "damaged.parquet")
-	w, err := parquetio.Create(path, parquetio.WriterOptions{RowGroupRows: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 9 {
-		rec, err := r.Next(ctx)
-		if err != nil || rec.Conv == nil {
-			t.Fatalf("reading the sample: %+v, %v", rec, err)
-		}
-		if err := w.Write(rec.Conv); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	pf, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ends []int64
-	g := pf.MetaData().RowGroup(1)
-	for c := range g.NumColumns() {
-		cc, err := g.ColumnChunk(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := cc.DataPageOffset()
-		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
-			start = cc.DictionaryPageOffset()
-		}
-		ends = append(ends, start+cc.TotalCompressedSize()-1)
-	}
-	pf.Close()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ends {
-		data[e] ^= 0xFF
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
+
+const damagedFixture = "../../fixtures/bad/wildchat-rowgroup1-damaged.parquet"
 
 // TestDamagedParquetIsNotDone ingests a Parquet file whose second row
 // group's pages do not decode (issue 26: such a file read as a shorter one,
