@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -184,4 +185,45 @@ func equalOuts(a, b [][]byte) bool {
 		}
 	}
 	return true
+}
+
+// TestRunThatDoesNotAddUpStopsTheReaders removes one conversation from a
+// finished run behind ac3's back (its units and tasks stay): the exports
+// that read those units stop with exit 5 saying the run does not add up,
+// instead of panicking or writing fewer rows, and doctor finds the orphans.
+func TestRunThatDoesNotAddUpStopsTheReaders(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "run.db")
+	for _, args := range [][]string{
+		{"ingest", "--db", db, filepath.Join("..", "..", "fixtures", "wildchat", "wildchat-1m-sample10.jsonl")},
+		{"annotate", "--db", db, "--stages", "classify,constraints", "--annotator", "heuristic"},
+		{"curate", "--db", db, "--strategies", "fc,ao"},
+	} {
+		if out, err := runAppEnv(t, nil, args...); err != nil {
+			t.Fatalf("%s: %v\n%s", args[0], err, out)
+		}
+	}
+	h, err := sql.Open("sqlite3", "file:"+db) // foreign keys off, as any other tool has them
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Exec(`DELETE FROM conversations WHERE seq = (SELECT min(conv_seq) FROM units WHERE stage = 'curate')`); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	for _, what := range []string{"curated", "annotations"} {
+		os.Remove(db + ledger.DamageSuffix)
+		out, err := runAppEnv(t, nil, "export", "--db", db, "--what", what, "--format", "jsonl", "--out", filepath.Join(dir, what+".jsonl"))
+		if exitCode(err) != exitDamaged || !strings.Contains(err.Error(), "does not add up") {
+			t.Fatalf("export %s of a run missing a conversation: exit %d, %v\n%s", what, exitCode(err), err, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, what+".jsonl")); err == nil {
+			t.Fatalf("export %s left a file behind", what)
+		}
+	}
+	os.Remove(db + ledger.DamageSuffix)
+	out, err := runAppEnv(t, nil, "doctor", "--db", db)
+	if err == nil || !strings.Contains(out, "rows of tasks refer to rows of conversations") {
+		t.Fatalf("doctor on a run missing a conversation: %v\n%s", err, out)
+	}
 }

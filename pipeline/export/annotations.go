@@ -76,6 +76,10 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 		turn int
 	}
 	var n int64
+	// Done units placed on a row, per stage: each must find its
+	// conversation's turn, and all of them together must be what the run
+	// counts as done.
+	placed := map[string]int64{}
 	err = l.EachPage(ctx, pageSize, func(page []ledger.Stored, after, upto int64) error {
 		units := map[string]map[key]ledger.Unit{}
 		for stage, vs := range map[string][]ledger.Variant{classify.StageName: cv, constraints.StageName: kv, pollution.StageName: pv} {
@@ -98,6 +102,7 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 				row[0], row[1], row[2] = s.Conv.ID, int64(tr.Index), s.Conv.Messages[tr.User].Content
 				any := false
 				if u, ok := units[classify.StageName][k]; ok {
+					placed[classify.StageName]++
 					lb, err := classify.Decode(u.Output)
 					if err != nil {
 						return fmt.Errorf("decoding classify unit %s: %w", u.Key, err)
@@ -106,6 +111,7 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 					any = true
 				}
 				if u, ok := units[constraints.StageName][k]; ok {
+					placed[constraints.StageName]++
 					rec, err := constraints.Decode(u.Output)
 					if err != nil {
 						return fmt.Errorf("decoding constraints unit %s: %w", u.Key, err)
@@ -114,6 +120,7 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 					any = true
 				}
 				if u, ok := units[pollution.StageName][k]; ok {
+					placed[pollution.StageName]++
 					lb, err := pollution.Decode(u.Output)
 					if err != nil {
 						return fmt.Errorf("decoding pollution unit %s: %w", u.Key, err)
@@ -132,6 +139,13 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 		}
 		return nil
 	})
+	if err == nil {
+		for stage, vs := range map[string][]ledger.Variant{classify.StageName: cv, constraints.StageName: kv, pollution.StageName: pv} {
+			if err = l.CheckUnitsRead(ctx, stage, vs, placed[stage]); err != nil {
+				break
+			}
+		}
+	}
 	if err != nil {
 		rw.Abort()
 		return n, err

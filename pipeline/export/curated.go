@@ -63,18 +63,23 @@ func curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (n, n
 	if err != nil {
 		return 0, 0, err
 	}
+	var read int64 // done units read, checked against the run's count
 	err = l.EachPage(ctx, pageSize, func(page []ledger.Stored, after, upto int64) error {
 		bySeq := bySeq(page)
 		return l.Units(ctx, curate.StageName, variants, after, upto, func(u ledger.Unit) error {
 			if u.Status != ledger.Done {
 				return nil
 			}
+			read++
 			c := bySeq[u.ConvSeq]
 			x, err := curate.DecodeContext(u.Output)
 			if err != nil {
 				return fmt.Errorf("decoding unit %s: %w", u.Key, err)
 			}
-			msgs := x.Materialize(c)
+			msgs, err := x.MaterializeChecked(c)
+			if err != nil {
+				return l.Inconsistent(fmt.Errorf("curated unit %s (conversation %d, turn %d): %w", u.Key, u.ConvSeq, u.Turn, err))
+			}
 			var target any
 			a, ok := reply(c, u.Turn)
 			if ok {
@@ -92,6 +97,9 @@ func curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (n, n
 			return rw.Write([]any{c.ID, int64(u.Turn), u.Variant, u.Version, msgs, int64(x.Tokens), int64(len(msgs)), target})
 		})
 	})
+	if err == nil {
+		err = l.CheckUnitsRead(ctx, curate.StageName, variants, read)
+	}
 	if err != nil {
 		rw.Abort()
 		return n, noReply, err

@@ -193,14 +193,21 @@ func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOption
 		return fmt.Errorf("no judge verdicts in %s yet: run 'ac3 judge' first", l.Path())
 	}
 	respondVer, curateVer := versions(plans[respond.StageName]), versions(plans[curate.StageName])
-	return l.EachPage(ctx, pageSize, func(page []ledger.Stored, after, upto int64) error {
+	var read int64 // done verdicts read, checked against the run's count
+	err = l.EachPage(ctx, pageSize, func(page []ledger.Stored, after, upto int64) error {
 		bySeq := bySeq(page)
 		return l.Units(ctx, judge.StageName, variants, after, upto, func(u ledger.Unit) error {
+			if u.Status == ledger.Done {
+				read++
+			}
 			obs, err := judge.Observations(u)
 			if err != nil || len(obs) == 0 {
 				return err
 			}
 			c := bySeq[u.ConvSeq]
+			if c == nil {
+				return l.Inconsistent(fmt.Errorf("judge unit %s belongs to conversation %d, which the run does not hold", u.Key, u.ConvSeq))
+			}
 			var answers map[string]respond.Output
 			for _, ob := range obs {
 				if !opts.wants(ob.Dimension) || ob.Identical {
@@ -253,6 +260,10 @@ func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOption
 			return nil
 		})
 	})
+	if err != nil {
+		return err
+	}
+	return l.CheckUnitsRead(ctx, judge.StageName, variants, read)
 }
 
 // decisiveOf is the winner when exactly one of two single-order outcomes
@@ -309,7 +320,11 @@ func curatedMessages(ctx context.Context, l *ledger.Ledger, c *conv.Conversation
 		if err != nil {
 			return nil, fmt.Errorf("decoding unit %s: %w", u.Key, err)
 		}
-		return x.Materialize(c), nil
+		msgs, err := x.MaterializeChecked(c)
+		if err != nil {
+			return nil, l.Inconsistent(fmt.Errorf("curated unit %s: %w", u.Key, err))
+		}
+		return msgs, nil
 	}
 	return nil, nil
 }

@@ -117,3 +117,35 @@ func headerSummed(path string) bool {
 	reserve, marked := summedHeader(h)
 	return marked && reserve == pagesum.Reserve
 }
+
+// Inconsistent reports that what a reader read from the run does not add up
+// (a unit whose conversation is missing, fewer units than the run's counts
+// say are done): the run file is damaged as far as any command can tell, so
+// it is a *DamagedError, noted beside the file like any other, and the
+// command stops with exit status 5 instead of writing a smaller output.
+// Page checksums make this rare; it is the last line for what they cannot
+// see (a run file made before them, a bug).
+func (l *Ledger) Inconsistent(err error) error {
+	de := &DamagedError{Path: l.path, Err: fmt.Errorf("what was read does not add up: %w", err)}
+	noteDamage(l.path, de)
+	return de
+}
+
+// CheckUnitsRead compares the done units of stage's variants a reader saw
+// with the run's own count of them (from another index than the one the
+// units are read through), and reports a mismatch as Inconsistent.
+func (l *Ledger) CheckUnitsRead(ctx context.Context, stage string, variants []Variant, seen int64) (err error) {
+	defer l.classify(&err)
+	var want int64
+	for _, v := range variants {
+		done, _, err := l.unitCountsIn(ctx, split{all: true}, stage, v)
+		if err != nil {
+			return err
+		}
+		want += done
+	}
+	if seen != want {
+		return l.Inconsistent(fmt.Errorf("%d done %s units were read, but the run counts %d", seen, stage, want))
+	}
+	return nil
+}

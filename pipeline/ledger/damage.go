@@ -211,9 +211,51 @@ func integrityCheck(ctx context.Context, path string) ([]string, error) {
 	}
 	problems = nameTrees(ctx, db, problems)
 	if len(problems) == 1 && problems[0] == "ok" {
-		return nil, nil
+		problems = nil
 	}
-	return problems, nil
+	if len(problems) > 0 {
+		return problems, nil
+	}
+	return foreignKeyCheck(ctx, db)
+}
+
+// foreignKeyCheck finds rows whose parent row is missing (a task of a
+// conversation the run does not hold): the readers stop at those, so doctor
+// must find them too. SQLite's integrity check does not look.
+func foreignKeyCheck(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		if isDamage(err) {
+			return []string{"SQLite's foreign key check: " + err.Error()}, nil
+		}
+		return nil, fmt.Errorf("checking references: %w", err)
+	}
+	defer rows.Close()
+	orphans := map[[2]string]int{}
+	var order [][2]string
+	for rows.Next() {
+		var table, parent string
+		var rowid, fkid sql.NullInt64
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			return nil, fmt.Errorf("checking references: %w", err)
+		}
+		k := [2]string{table, parent}
+		if orphans[k] == 0 {
+			order = append(order, k)
+		}
+		orphans[k]++
+	}
+	if err := rows.Err(); err != nil {
+		if isDamage(err) {
+			return []string{"SQLite's foreign key check: " + err.Error()}, nil
+		}
+		return nil, fmt.Errorf("checking references: %w", err)
+	}
+	var out []string
+	for _, k := range order {
+		out = append(out, fmt.Sprintf("%d rows of %s refer to rows of %s that the run does not hold", orphans[k], k[0], k[1]))
+	}
+	return out, nil
 }
 
 // openReader opens a read-only pool on path without the ledger's checks,

@@ -1,6 +1,7 @@
 package curate
 
 import (
+	"errors"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -30,6 +31,19 @@ type Context struct {
 
 // Materialize returns the context's chat messages for conversation c.
 func (x Context) Materialize(c *conv.Conversation) []conv.Message { return Materialize(c, x.Parts) }
+
+// MaterializeChecked is Materialize for a context read back from a run
+// file: one that does not fit c, or has no conversation, is an error for
+// the reader to report (the run does not add up), never a panic.
+func (x Context) MaterializeChecked(c *conv.Conversation) ([]conv.Message, error) {
+	if c == nil {
+		return nil, errors.New("its conversation is not in the run")
+	}
+	if err := Validate(c, x.Parts); err != nil {
+		return nil, err
+	}
+	return Materialize(c, x.Parts), nil
+}
 
 // codecVersion leads every encoded context, so a later change to the layout
 // can still read what earlier runs stored.

@@ -195,7 +195,10 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			if err != nil {
 				return nil, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
 			}
-			msgs := x.Materialize(t.Conv)
+			msgs, err := x.MaterializeChecked(t.Conv)
+			if err != nil {
+				return nil, fmt.Errorf("curated context %s does not fit conversation %s: %w", u.Key, t.Conv.ID, err)
+			}
 			st := &unitState{variant: v, info: info, turn: u.Turn, out: Output{
 				Strategy: info.strategy, Respondent: info.respondent.Role, ContextTokens: x.Tokens,
 				Samples: make([]Sample, s.opts.Samples),

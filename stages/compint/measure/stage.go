@@ -297,7 +297,10 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		if err != nil {
 			return nil, fmt.Errorf("decoding curated context %s: %w", stored[i].Key, err)
 		}
-		msgs := x.Materialize(t.Conv)
+		msgs, err := x.MaterializeChecked(t.Conv)
+		if err != nil {
+			return nil, fmt.Errorf("curated context %s does not fit conversation %s: %w", stored[i].Key, t.Conv.ID, err)
+		}
 		st := newState(ri, v.Name)
 		st.out.ContextTokens = x.Tokens
 		u := len(states) - 1
