@@ -32,6 +32,11 @@ func TestMain(m *testing.M) {
 		os.Exit(child(mode))
 	}
 	code := m.Run()
+	// The binaries built (tens of MB each) are not left behind by every
+	// `go test`.
+	if binDir.path != "" {
+		os.RemoveAll(binDir.path)
+	}
 	printSummary(os.Stdout)
 	os.Exit(code)
 }

@@ -95,10 +95,11 @@ func launch() int {
 	return 0
 }
 
-// peakRSS runs cmd through a launcher (see launch) and returns its peak
-// resident set size in bytes, from the kernel's accounting of the finished
-// process, its wall time and its standard output.
-func peakRSS(self string, cmd *exec.Cmd) (int64, time.Duration, []byte, error) {
+// peakRSS runs cmd through launcher (this test binary, see launch, or
+// rsslaunch) and returns its peak resident set size in bytes, from the
+// kernel's accounting of the finished process, its wall time and its
+// standard output.
+func peakRSS(launcher string, cmd *exec.Cmd) (int64, time.Duration, []byte, error) {
 	env := cmd.Env
 	if env == nil {
 		env = os.Environ()
@@ -107,7 +108,7 @@ func peakRSS(self string, cmd *exec.Cmd) (int64, time.Duration, []byte, error) {
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	l := exec.Command(self)
+	l := exec.Command(launcher)
 	l.Env = append(os.Environ(), childEnv+"=launch", childJob+"="+string(job))
 	var stdout, stderr bytes.Buffer
 	l.Stdout, l.Stderr = &stdout, &stderr
@@ -201,6 +202,55 @@ func BenchmarkRSS(b *testing.B) {
 	}
 }
 
+// binDir is the temporary directory the binaries the tests build go in,
+// made on first use; TestMain removes it.
+var binDir struct {
+	sync.Mutex
+	path string
+}
+
+func makeBinDir() (string, error) {
+	binDir.Lock()
+	defer binDir.Unlock()
+	if binDir.path == "" {
+		dir, err := os.MkdirTemp("", "ac3-bench-")
+		if err != nil {
+			return "", err
+		}
+		binDir.path = dir
+	}
+	return binDir.path, nil
+}
+
+// goBuild builds the package pkg into binDir as name, with flags. It is a
+// plain build even when the tests run with -race: the figures are the
+// program's, not the race detector's.
+func goBuild(pkg, name string, flags ...string) (string, error) {
+	dir, err := makeBinDir()
+	if err != nil {
+		return "", err
+	}
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
+	}
+	linked := filepath.Join(dir, name+"-linked")
+	cmd := exec.Command(goBin, append(append([]string{"build", "-o", linked}, flags...), pkg)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %w: %s", name, err, out)
+	}
+	// Run a plain copy: the file the linker wrote sits in the page
+	// cache in large folios, and a process mapping it counts ~20 MB
+	// more of the binary in its RSS (status of a 10k run: 50 MB from
+	// the linker's file, 27 MB from a copy), which is not the
+	// program's memory and varies with how the file was written.
+	path := filepath.Join(dir, name)
+	if err := copyExecutable(linked, path); err != nil {
+		return "", err
+	}
+	return path, os.Remove(linked)
+}
+
 var builtAC3 struct {
 	sync.Once
 	path string
@@ -212,40 +262,19 @@ var builtAC3 struct {
 // between the steps of a run that lasts hours).
 const binEnv = "AC3_BENCH_BIN"
 
-// ac3Binary builds cmd/ac3 once per run into a temporary directory, or
-// returns the binary AC3_BENCH_BIN names.
-func ac3Binary(b *testing.B) string {
-	b.Helper()
+// ac3Binary builds cmd/ac3 once per run (see goBuild), or returns the
+// binary AC3_BENCH_BIN names.
+func ac3Binary(tb testing.TB) string {
+	tb.Helper()
 	builtAC3.Do(func() {
 		if p := os.Getenv(binEnv); p != "" {
 			builtAC3.path, builtAC3.err = filepath.Abs(p)
 			return
 		}
-		dir, err := os.MkdirTemp("", "ac3-bench-")
-		if err != nil {
-			builtAC3.err = err
-			return
-		}
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
-		}
-		linked := filepath.Join(dir, "ac3-linked")
-		cmd := exec.Command(goBin, "build", "-o", linked, "github.com/ac3/ac3/cmd/ac3")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			builtAC3.err = fmt.Errorf("building ac3: %w: %s", err, out)
-			return
-		}
-		// Run a plain copy: the file the linker wrote sits in the page
-		// cache in large folios, and a process mapping it counts ~20 MB
-		// more of the binary in its RSS (status of a 10k run: 50 MB from
-		// the linker's file, 27 MB from a copy), which is not the
-		// program's memory and varies with how the file was written.
-		builtAC3.path = filepath.Join(dir, "ac3")
-		builtAC3.err = copyExecutable(linked, builtAC3.path)
+		builtAC3.path, builtAC3.err = goBuild("github.com/ac3/ac3/cmd/ac3", "ac3")
 	})
 	if builtAC3.err != nil {
-		b.Fatal(builtAC3.err)
+		tb.Fatal(builtAC3.err)
 	}
 	return builtAC3.path
 }

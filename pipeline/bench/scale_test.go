@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,6 +158,16 @@ type scaleStep struct {
 	again []string
 	// scratch is removed after each run of again.
 	scratch string
+	// env, when set, is the command's environment; this process's when
+	// nil.
+	env []string
+}
+
+// command is the step's command running args.
+func (st scaleStep) command(bin string, args []string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = st.env
+	return cmd
 }
 
 // rerun is the command that measures the step again without changing the
@@ -287,77 +298,112 @@ func BenchmarkScale(b *testing.B) {
 			}
 			var peak int64
 			for _, st := range steps {
-				rss, wall, out, err := peakRSS(self, exec.Command(bin, st.args...))
+				f, err := measureStep(self, bin, st, median)
 				if err != nil {
-					b.Fatalf("%s: %v", st.name, err)
-				}
-				if st.want != "" && !bytes.Contains(out, []byte(st.want)) {
-					b.Fatalf("%s said %q, want %q", st.name, out, st.want)
-				}
-				if rss, err = medianOfQuick(self, bin, st, rss, wall); err != nil {
 					b.Fatalf("%s: %v", st.name, err)
 				}
 				if figs[st.name] == nil {
 					figs[st.name] = map[int]scaleFigure{}
 					order = append(order, st.name)
 				}
-				figs[st.name][n] = scaleFigure{rss: rss, wall: wall}
-				peak = max(peak, rss)
+				figs[st.name][n] = f
+				peak = max(peak, f.rss)
 				// Printed as it goes: the largest size runs for hours.
-				fmt.Fprintf(os.Stderr, "bench scale: %d conversations: %s: %.0f MB peak RSS, %.1f s\n", n, st.name, float64(rss)/mb, wall.Seconds())
-				if rss > maxRSSBytes {
-					b.Errorf("%s at %d conversations: peak RSS %.0f MB, over 1 GiB", st.name, n, float64(rss)/mb)
+				fmt.Fprintf(os.Stderr, "bench scale: %d conversations: %s: %.0f MB peak RSS, %.1f s\n", n, st.name, float64(f.rss)/mb, f.wall.Seconds())
+				if f.rss > maxRSSBytes {
+					b.Errorf("%s at %d conversations: peak RSS %.0f MB, over 1 GiB", st.name, n, float64(f.rss)/mb)
 				}
 			}
 			b.ReportMetric(float64(peak)/mb, "max-peak-RSS-MB")
 		})
 	}
-	printScale(sizes, order, figs)
-	if len(sizes) < 2 {
-		return
+	printScale(os.Stdout, sizes, order, figs, maxRSSGrowth)
+	if len(order) > 0 {
+		fmt.Println("export preferences and winners are not run: they read judge verdicts, which this model-free run has none of.")
 	}
+	for _, e := range rssGrowthErrors(sizes, order, figs, maxRSSGrowth, "target") {
+		b.Error(e)
+	}
+}
+
+// measureStep runs one step in its own process, started by the launcher
+// (see peakRSS), and returns its wall time and peak RSS. With pick, a quick
+// step (see quickPeaks) is run quickRuns times and pick chooses among the
+// sorted peaks (median, highest).
+func measureStep(launcher, bin string, st scaleStep, pick func(sorted []int64) int64) (scaleFigure, error) {
+	rss, wall, out, err := peakRSS(launcher, st.command(bin, st.args))
+	if err != nil {
+		return scaleFigure{}, err
+	}
+	if st.want != "" && !bytes.Contains(out, []byte(st.want)) {
+		return scaleFigure{}, fmt.Errorf("said %q, want %q", out, st.want)
+	}
+	if pick != nil {
+		peaks, err := quickPeaks(launcher, bin, st, rss, wall)
+		if err != nil {
+			return scaleFigure{}, err
+		}
+		rss = pick(peaks)
+	}
+	return scaleFigure{rss: rss, wall: wall}, nil
+}
+
+func median(sorted []int64) int64  { return sorted[len(sorted)/2] }
+func highest(sorted []int64) int64 { return sorted[len(sorted)-1] }
+
+// rssGrowthErrors says which commands peaked at the largest size above
+// limit times their peak at the smallest; what names the limit in the
+// message ("target", "limit").
+func rssGrowthErrors(sizes []int, order []string, figs map[string]map[int]scaleFigure, limit float64, what string) []string {
+	if len(sizes) < 2 {
+		return nil
+	}
+	var errs []string
 	small, large := sizes[0], sizes[len(sizes)-1]
 	for _, name := range order {
 		s, okS := figs[name][small]
 		l, okL := figs[name][large]
-		if okS && okL && float64(l.rss) > maxRSSGrowth*float64(s.rss) {
-			b.Errorf("%s: peak RSS %.0f MB at %d conversations, %.2f× its %.0f MB at %d (target ≤ %.1f×)",
-				name, float64(l.rss)/mb, large, float64(l.rss)/float64(s.rss), float64(s.rss)/mb, small, maxRSSGrowth)
+		if okS && okL && float64(l.rss) > limit*float64(s.rss) {
+			errs = append(errs, fmt.Sprintf("%s: peak RSS %.0f MB at %d conversations, %.2f× its %.0f MB at %d (%s ≤ %.1f×)",
+				name, float64(l.rss)/mb, large, float64(l.rss)/float64(s.rss), float64(s.rss)/mb, small, what, limit))
 		}
 	}
+	return errs
 }
 
-// medianOfQuick returns the median peak RSS of quickRuns runs of a step
+// quickPeaks returns, sorted, the peak RSS of quickRuns runs of a step
 // whose first run (rss, wall) ended within quickStep and that can run again
-// without changing the run; otherwise rss.
-func medianOfQuick(self, bin string, st scaleStep, rss int64, wall time.Duration) (int64, error) {
+// without changing the run; otherwise rss alone.
+func quickPeaks(self, bin string, st scaleStep, rss int64, wall time.Duration) ([]int64, error) {
+	peaks := []int64{rss}
 	again := st.rerun()
 	if again == nil || wall >= quickStep {
-		return rss, nil
+		return peaks, nil
 	}
-	peaks := []int64{rss}
 	for range quickRuns - 1 {
-		p, _, _, err := peakRSS(self, exec.Command(bin, again...))
+		p, _, _, err := peakRSS(self, st.command(bin, again))
 		if st.scratch != "" {
 			for _, f := range []string{st.scratch, st.scratch + "-wal", st.scratch + "-shm", st.scratch + ".lock"} {
 				os.Remove(f)
 			}
 		}
 		if err != nil {
-			return 0, fmt.Errorf("running it again: %w", err)
+			return nil, fmt.Errorf("running it again: %w", err)
 		}
 		peaks = append(peaks, p)
 	}
 	slices.Sort(peaks)
-	return peaks[len(peaks)/2], nil
+	return peaks, nil
 }
 
-func printScale(sizes []int, order []string, figs map[string]map[int]scaleFigure) {
+// printScale writes the table of figs to out, growth being the limit its
+// heading names.
+func printScale(out io.Writer, sizes []int, order []string, figs map[string]map[int]scaleFigure, growth float64) {
 	if len(order) == 0 {
 		return
 	}
-	fmt.Printf("\nevery command of a heuristic run, own process each: wall time and peak RSS (targets: largest ≤ %.1f× smallest, none above 1 GiB)\n", maxRSSGrowth)
-	w := tabwriter.NewWriter(os.Stdout, 2, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(out, "\nevery command of a heuristic run, own process each: wall time and peak RSS (targets: largest ≤ %.1f× smallest, none above 1 GiB)\n", growth)
+	w := tabwriter.NewWriter(out, 2, 0, 2, ' ', tabwriter.AlignRight)
 	head := "command\t"
 	for _, n := range sizes {
 		head += fmt.Sprintf("%s wall\t%s RSS\t", count(n), count(n))
@@ -388,7 +434,6 @@ func printScale(sizes []int, order []string, figs map[string]map[int]scaleFigure
 		fmt.Fprintln(w, row)
 	}
 	w.Flush()
-	fmt.Println("export preferences and winners are not run: they read judge verdicts, which this model-free run has none of.")
 }
 
 func count(n int) string {
