@@ -1,9 +1,9 @@
 package curate
 
 import (
-	"errors"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
