@@ -59,6 +59,8 @@ var allowed = map[string][]string{
 	// compinttest scripts a model for CompInt tests (tests only).
 	"stages/compint/compinttest": {"pipeline/conv", "pipeline/llm/llmtest", "stages/compint"},
 	"pipeline/bench":             {},
+	// rsslaunch starts a command for TestMemoryFlat (standard library only).
+	"pipeline/bench/internal/rsslaunch": {},
 
 	// Domain services: the model client, prompts, tokens, records, the run file.
 	"pipeline/llm":               with(domain, "pipeline/llm/parse"),
@@ -139,7 +141,7 @@ var allowed = map[string][]string{
 var external = map[string][]string{
 	"github.com/apache/arrow/go/v17":       {"io/parquetio", "io/arrowipc", "pipeline/export"},
 	"github.com/apache/thrift":             {"io/parquetio"},
-	"github.com/mattn/go-sqlite3":          {"pipeline/ledger", "stages/lic/grade"},
+	"github.com/mattn/go-sqlite3":          {"pipeline/ledger", "pipeline/ledger/pagesum", "stages/lic/grade"},
 	"github.com/openai/openai-go/v3":       {"pipeline/llm"},
 	"github.com/urfave/cli/v2":             {"cmd/ac3"},
 	"gopkg.in/yaml.v3":                     {"pipeline/run/config"},
@@ -148,6 +150,8 @@ var external = map[string][]string{
 	"golang.org/x/term":                    {"pipeline/progress", "cmd/ac3"},
 	"github.com/sourcegraph/conc":          {"pipeline", "pipeline/convert", "judge", "stages/respond", "stages/curate"},
 	"github.com/pkoukk/tiktoken-go-loader": {"pipeline/tokens"},
+	"github.com/dgryski/go-minhash":        {"stages/filter"},
+	"github.com/abadojack/whatlanggo":      {"stages/filter"},
 }
 
 // TestDependencyTable checks every import of every package of the module
