@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,20 +25,20 @@ import (
 
 // runProgress is how far the run file at db has got: conversations kept
 // plus tasks done, read as a second process would (read-only, beside the
-// writer); -1 before the run file can be read.
+// writer); -1 before the run file can be read. It is two counts over
+// indexes, cheap enough to poll without slowing the run it watches.
 func runProgress(db string) int64 {
-	l, err := ledger.Open(context.Background(), db, ledger.Options{ReadOnly: true})
+	if _, err := os.Stat(db); err != nil {
+		return -1
+	}
+	h, err := sql.Open("sqlite3", "file:"+db+"?mode=ro&_busy_timeout=1000")
 	if err != nil {
 		return -1
 	}
-	defer l.Close()
-	st, err := l.Status(context.Background())
-	if err != nil {
+	defer h.Close()
+	var n int64
+	if err := h.QueryRow(`SELECT (SELECT count(*) FROM conversations) + (SELECT count(*) FROM tasks WHERE status = 'done')`).Scan(&n); err != nil {
 		return -1
-	}
-	n := st.Conversations
-	for _, s := range st.Stages {
-		n += s.Done
 	}
 	return n
 }
@@ -60,7 +62,7 @@ func waitProgress(t *testing.T, db string, target int64, exited <-chan error, ou
 		if time.Now().After(deadline) {
 			t.Fatalf("the run did not reach progress %d within a minute\n%s", target, out.String())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -172,7 +174,7 @@ export:
 // run file holds some of them, sends sig count times, 50 ms apart, and
 // returns the process's exit error and output. It fails the test when the
 // ingest cannot be caught mid-way.
-func interruptIngest(t *testing.T, seed uint64, sig os.Signal, count int) (db, in string, err error, out string) {
+func interruptIngest(t *testing.T, seed uint64, sig os.Signal) (db, in string, err error, out string) {
 	t.Helper()
 	dir := t.TempDir()
 	in = filepath.Join(dir, "chats.jsonl")
@@ -195,13 +197,8 @@ func interruptIngest(t *testing.T, seed uint64, sig os.Signal, count int) (db, i
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	at := waitProgress(t, db, 1, exited, &buf)
-	for i := range count {
-		if i > 0 {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err := cmd.Process.Signal(sig); err != nil {
-			t.Fatal(err)
-		}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal: %v (the process ended before it landed)", err)
 	}
 	err = <-exited
 	t.Logf("signalled at %d of %d records kept", at, interruptRecords)
@@ -245,7 +242,7 @@ func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	db, in, err, first := interruptIngest(t, 3, os.Interrupt, 1)
+	db, in, err, first := interruptIngest(t, 3, os.Interrupt)
 	checkStoppedMidway(t, db, err, first)
 	cmd := exec.Command(os.Args[0], "ingest", "--db", db, in)
 	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
@@ -259,26 +256,165 @@ func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 	}
 }
 
-// TestSecondInterruptWaitsForTheFinalCommit sends two SIGINTs to a running
-// ingest: the process abandons work in flight but still exits on its own,
-// with the "stopped" status, after the engine's last commit; the run file is
-// whole and the same command completes the run with every record once.
+// TestSecondInterruptWaitsForTheFinalCommit sends two SIGINTs to a
+// respond run whose endpoint has stopped answering: the first starts the
+// grace period, the second (sent once the process has said it is stopping)
+// abandons the calls in flight at once. The process must still exit on its
+// own with the "stopped" status, long before the grace period would have
+// ended, after the engine's last commit: the answers it had are kept, the
+// run file is whole, and the same command then completes the run without
+// asking again for what it kept.
 func TestSecondInterruptWaitsForTheFinalCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	db, in, err, first := interruptIngest(t, 5, os.Interrupt, 2)
-	checkStoppedMidway(t, db, err, first)
-	mustRun(t, "status", "--db", db)
-	resumed := exec.Command(os.Args[0], "ingest", "--db", db, in)
-	resumed.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
-	if b, err := resumed.CombinedOutput(); err != nil {
-		t.Fatalf("resumed ingest: %v\n%s", err, b)
+	dir := t.TempDir()
+	in := synthInput(t, dir, 9, 40, 3)
+	db := filepath.Join(dir, "run.db")
+	mustRun(t, "ingest", "--db", db, "--min-turns", "2", in)
+	mustRun(t, "curate", "--db", db, "--strategies", "fc")
+	const fastAnswers = 12
+	var mu sync.Mutex
+	hanging := false
+	answered := map[string]bool{} // the requests the endpoint answered
+	srv := llmtest.New(t, llmtest.Options{})
+	srv.Add(llmtest.Rule{Func: func(r llmtest.ChatRequest) llmtest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if hanging {
+			return llmtest.Reply{Content: "late", Latency: time.Minute}
+		}
+		answered[fmt.Sprint(r.Messages)] = true
+		return llmtest.Reply{Content: "answer"}
+	}})
+	env := []string{"OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=k", "OPENAI_MODEL=m"}
+	cmd := ac3Process(env, "respond", "--db", db, "--strategies", "fc")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	st := mustRun(t, "status", "--db", db, "--json")
-	if !strings.Contains(st, fmt.Sprintf(`"records": %d`, interruptRecords)) || !strings.Contains(st, fmt.Sprintf(`"conversations": %d`, interruptRecords)) {
-		t.Fatalf("after resume the run does not hold every record once:\n%s\nfirst run:\n%s", st, first)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// From the fastAnswers-th request on, the endpoint holds every call.
+	for srv.Count() < fastAnswers {
+		select {
+		case err := <-exited:
+			t.Fatalf("respond ended before the endpoint stopped answering: %v\n%s", err, out.String())
+		case <-time.After(time.Millisecond):
+		}
 	}
+	mu.Lock()
+	hanging = true
+	mu.Unlock()
+	// Wait until the answers so far are committed, so there is work to keep.
+	deadline := time.Now().Add(time.Minute)
+	for runProgress(db) < 1+int64(40) { // conversations plus at least one answer
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer was committed within a minute\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatalf("first signal: %v\n%s", err, out.String())
+	}
+	for !strings.Contains(out.String(), "stopping:") {
+		select {
+		case err := <-exited:
+			t.Fatalf("respond ended after the first signal without saying it was stopping: %v\n%s", err, out.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	sent := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatalf("second signal: the process ended first (%v); its calls should still be held\n%s", err, out.String())
+	}
+	err := <-exited
+	took := time.Since(sent)
+	first := out.String()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitStopped {
+		t.Fatalf("interrupted respond exited with %v, want status %d\n%s", err, exitStopped, first)
+	}
+	if !strings.Contains(first, "abandoning work in flight; committed work is kept") {
+		t.Fatalf("the second interrupt did not land:\n%s", first)
+	}
+	if strings.Contains(first, "still busy") {
+		t.Fatalf("the process was ended by the deadline, not by its own final commit:\n%s", first)
+	}
+	// The grace period is stopGrace; the second signal must cut it short.
+	if took >= stopGrace {
+		t.Fatalf("the process took %s after the second signal; the grace period is %s", took, stopGrace)
+	}
+	// Every answer the endpoint gave before the interrupt is in the run
+	// file: abandoning calls in flight loses none that had finished.
+	l, err := ledger.Open(context.Background(), db, ledger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]bool{}
+	mu.Lock()
+	for _, c := range srv.Calls() {
+		_, ok, err := l.LLMCache().Get(context.Background(), c.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			kept[c.Key] = true
+		} else if answered[fmt.Sprint(c.Request.Messages)] {
+			t.Errorf("the endpoint answered a request before the interrupt that the run file does not hold")
+		}
+	}
+	hanging = false
+	mu.Unlock()
+	l.Close()
+	if len(kept) == 0 {
+		t.Fatalf("no answer was kept by the interrupted run:\n%s", first)
+	}
+	before := len(srv.Calls())
+	if b, err := ac3Process(env, "respond", "--db", db, "--strategies", "fc").CombinedOutput(); err != nil {
+		t.Fatalf("resumed respond: %v\n%s", err, b)
+	}
+	if done, total := respondCounts(t, db); done != total {
+		t.Fatalf("after resume respond has %d of %d conversations done", done, total)
+	}
+	// The resumed run asks for nothing the interrupted one kept.
+	for _, c := range srv.Calls()[before:] {
+		if kept[c.Key] {
+			t.Fatalf("the resumed run asked again for an answer the run file held")
+		}
+	}
+	t.Logf("%d answers kept at the interrupt; the resumed run sent %d requests", len(kept), len(srv.Calls())-before)
+}
+
+// respondCounts is the respond stage's done tasks and all its tasks.
+func respondCounts(t *testing.T, db string) (done, total int64) {
+	t.Helper()
+	for _, st := range runStatus(t, db).Stages {
+		if st.Stage == "respond" {
+			done += st.Done
+			total += st.Done + st.Failed + st.Pending
+		}
+	}
+	return done, total
+}
+
+// syncBuffer is a bytes.Buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // TestKillDuringAModelStageRepeatsNoPaidCall kills `ac3 respond` with
