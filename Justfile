@@ -70,6 +70,15 @@ bench-scale sizes="10000,100000,1000000":
 bench-shard conversations="200000":
     AC3_BENCH_SHARD={{conversations}} go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./pipeline/bench/
 
+# Ingest with --dedupe near of the seeded WildChat-like stream, one record in
+# ten a near copy of an earlier one, at each size in its own process:
+# conversations/s, peak RSS (flat: the index is in the run file), the run
+# file's size, and recall and precision against the injected copies; exact
+# dedupe at the smallest size is the baseline (issue 27; the 1M step takes
+# about half an hour on 2 cores; `just bench-near 20000` for a quick one).
+bench-near sizes="100000,1000000":
+    AC3_BENCH_NEAR={{sizes}} go test -run '^$' -bench '^BenchmarkNearDedupe$' -benchtime 1x -timeout 300m ./pipeline/bench/
+
 # The chaos test in full: the e2e config over 300+ conversations against an
 # endpoint injecting every fault, with 20 SIGKILLs and resumes (the normal
 # test suite runs a short form with 5); then the run's write-ahead log

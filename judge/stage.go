@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"reflect"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline"
@@ -46,6 +47,34 @@ var pairwiseText []byte
 
 // Template returns the pairwise judge prompt.
 func Template() *prompt.Template { return prompt.MustParse("pairwise", pairwiseText) }
+
+// promptData is what the pairwise prompt is rendered with. Open, Close,
+// Answer and JSON are the verdict's form (the contract).
+type promptData struct {
+	Open, Close, Answer string
+	JSON                bool
+	Note                string         // what the history shows (the judge context)
+	History             []conv.Message // the conversation up to u_t, as the context shows it
+	First, Second       string         // the candidates shown as A and B
+}
+
+// PromptSpec declares the pairwise prompt for a user's template that
+// replaces it (Options.Prompt; stages.judge.prompts.pairwise in the config):
+// it is rendered with .Note, .History (the conversation as the judge context
+// shows it), .First and .Second (the candidates labelled A and B) and must
+// show .History, .First and .Second; the verdict's form is ac3's.
+func PromptSpec() prompt.Spec {
+	return prompt.Spec{Name: "pairwise", Data: reflect.TypeFor[promptData](), Needs: []string{"History", "First", "Second"}, Contract: []string{"Open", "Close", "Answer", "JSON"}}
+}
+
+// contract states the verdict's form at the end of a user's template, in
+// the words of the shipped prompt.
+func contract(d promptData) string {
+	if d.JSON {
+		return "Answer with one JSON object in exactly this shape (confidence is your certainty from 0 to 1):\n" + d.Answer
+	}
+	return "Answer with a single block that starts with " + d.Open + " and ends with " + d.Close + ", containing one JSON object in exactly this shape (confidence is your certainty from 0 to 1):\n" + d.Answer
+}
 
 // Pair is two respond variants compared against each other.
 type Pair struct{ A, B string }
@@ -101,6 +130,10 @@ type Options struct {
 	// user turns of each conversation. The zero Turns judges every turn both
 	// strategies answered; a setting goes into the versions only when set.
 	Turns pipeline.Turns
+	// Prompt replaces the pairwise prompt: a user's template, parsed and
+	// checked with prompt.ParseFile against PromptSpec. nil keeps ours.
+	// Its version goes into every variant's.
+	Prompt *prompt.Template
 }
 
 // Stage is the judge pipeline stage.
@@ -148,7 +181,14 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 	if err := opts.Turns.Validate(); err != nil {
 		return nil, fmt.Errorf("building judge stage: %w", err)
 	}
-	s := &Stage{client: client, units: units, opts: opts, tmpl: Template(), pairs: map[string]Pair{}, out: client.Output(opts.Role)}
+	tmpl := Template()
+	if opts.Prompt != nil {
+		if opts.Prompt.Name() != "pairwise" {
+			return nil, fmt.Errorf("building judge stage: the template given is for the %s prompt, not pairwise", opts.Prompt.Name())
+		}
+		tmpl = opts.Prompt
+	}
+	s := &Stage{client: client, units: units, opts: opts, tmpl: tmpl, pairs: map[string]Pair{}, out: client.Output(opts.Role)}
 	for _, p := range opts.Pairs {
 		va, oka := opts.RespondVersions[p.A]
 		vb, okb := opts.RespondVersions[p.B]
@@ -185,6 +225,10 @@ func (s *Stage) ModelWindow() int { return pipeline.DefaultWindow(s.client, s.op
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant { return s.variants }
+
+// Prompts returns the prompt the stage renders, for the run to say which
+// one is in use.
+func (s *Stage) Prompts() []*prompt.Template { return []*prompt.Template{s.tmpl} }
 
 // FirstShown draws which strategy is shown first under order random: a
 // hash of the seed, the conversation, the turn, the pair and the sample, so
@@ -443,10 +487,11 @@ func (s *Stage) render(history []conv.Message, first, second string) ([]conv.Mes
 		parts = append(parts, string(m.Role), m.Content)
 	}
 	tg := parse.NewTagger(append(parts, first, second)...)
-	msgs, err := s.tmpl.Render(map[string]any{
-		"Open": tg.Open(verdictTag), "Close": tg.Close(verdictTag),
-		"Answer": verdictForm().Layout(s.out, tg), "JSON": s.out == parse.JSONSchema,
-		"Note": notes[s.opts.Context], "History": history, "First": first, "Second": second,
-	})
+	d := promptData{
+		Open: tg.Open(verdictTag), Close: tg.Close(verdictTag),
+		Answer: verdictForm().Layout(s.out, tg), JSON: s.out == parse.JSONSchema,
+		Note: notes[s.opts.Context], History: history, First: first, Second: second,
+	}
+	msgs, err := s.tmpl.RenderAnswer(d, contract(d))
 	return msgs, tg, err
 }

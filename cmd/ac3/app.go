@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -103,6 +104,10 @@ func newApp(e *env) *cli.App {
 		},
 	}
 	app.ExitErrHandler = func(*cli.Context, error) {} // main maps errors to exit codes
+	// A misspelt flag or command gets one line with the nearest name
+	// instead of the whole help (usage.go).
+	app.OnUsageError, app.Action = usageError, groupAction
+	withUsageErrors(app.Commands)
 	return app
 }
 
@@ -115,23 +120,44 @@ func runOptions(e *env) run.Options {
 // execute runs plan and turns its outcome into the command's closing line
 // and exit status (see the manual).
 func execute(c *cli.Context, e *env, plan run.Plan, opts run.Options) error {
+	_, err := executeResult(c, e, plan, opts)
+	return err
+}
+
+// executeResult is execute with what the run did, for the commands whose
+// closing line names what they wrote.
+func executeResult(c *cli.Context, e *env, plan run.Plan, opts run.Options) (run.Result, error) {
 	plan, err := withShard(c, e, plan)
 	if err != nil {
-		return err
+		return run.Result{}, err
 	}
 	res, err := run.Execute(c.Context, plan, opts)
 	switch {
 	case errors.Is(err, context.Canceled):
-		return &exitStatus{code: exitStopped} // the second Ctrl-C; main said so
+		return res, &exitStatus{code: exitStopped} // the second Ctrl-C; main said so
 	case run.IsStop(err):
-		return &exitStatus{code: exitStopped, err: fmt.Errorf("stopped: %w; fix the cause and run the same command again to continue", err)}
+		return res, &exitStatus{code: exitStopped, err: fmt.Errorf("stopped: %w; fix the cause and run the same command again to continue", err)}
 	case err != nil:
-		return err
+		return res, err
 	}
 	if res.Stopped {
-		return &exitStatus{code: exitStopped}
+		return res, &exitStatus{code: exitStopped}
 	}
-	return failedUnits(c, e, plan.DB, res)
+	return res, failedUnits(c, e, plan.DB, res)
+}
+
+// reportFile is the report a run wrote for people to open: its
+// report.html, else the first file it wrote; "" when it wrote none.
+func reportFile(res run.Result) string {
+	for _, p := range res.Reports {
+		if filepath.Ext(p) == ".html" {
+			return p
+		}
+	}
+	if len(res.Reports) > 0 {
+		return res.Reports[0]
+	}
+	return ""
 }
 
 // acceptFailedFlag lets a command whose stages have failed units end with

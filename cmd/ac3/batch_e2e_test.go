@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ac3/ac3/pipeline/export"
 	"github.com/ac3/ac3/pipeline/llm/batch"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 )
@@ -58,7 +59,7 @@ func TestEndToEndBatchMatchesOnline(t *testing.T) {
 		{"annotations", "parquet"}, {"annotations", "jsonl"},
 		{"quarantine", "jsonl"}, {"winners", "parquet"},
 	} {
-		p := filepath.Join(outDir, "extra-"+x[0]+"."+x[1])
+		p := filepath.Join(outDir, "extra-"+export.FileName(x[0], x[1]))
 		if o, err := runAppEnv(t, vars, "export", "--db", db, "--what", x[0], "--format", x[1], "--out", p); err != nil {
 			t.Fatalf("ac3 export %s %s: %v\n%s", x[0], x[1], err, o)
 		}

@@ -223,7 +223,10 @@ func TestAnnotationsAndSFTExports(t *testing.T) {
 			Turn      int     `json:"turn"`
 			TurnType  *string `json:"turn_type"`
 			Annotator *string `json:"classify_annotator"`
-			Registry  *string `json:"constraints_registry"`
+			Registry  *[]struct {
+				Text string `json:"text"`
+				Turn int    `json:"turn"`
+			} `json:"constraints_registry"` // a list, not JSON text`
 		}
 		if err := json.Unmarshal([]byte(line), &row); err != nil {
 			t.Fatalf("%q: %v", line, err)

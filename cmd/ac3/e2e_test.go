@@ -494,8 +494,9 @@ func TestEndToEndWildChat(t *testing.T) {
 type expected struct {
 	distinctCalls int
 	totalUSD      float64
-	quality       map[string][]stats.Verdict // pair → combined quality verdicts
+	quality       map[string][]stats.Verdict // pair → combined quality verdicts, in turns order
 	pairs         [][2]string
+	turns         []expTurn
 }
 
 // checkReport checks every number and flag in report.json against values
@@ -560,7 +561,7 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 	pairs := [][2]string{{"gated-reset", "ao"}, {"gated-reset", "fc"}, {"fc", "ao"}}
 	flip := map[string]string{"A": "B", "B": "A", "tie": "tie"}
 	judgeCalls := 0
-	ex := expected{quality: map[string][]stats.Verdict{}, pairs: pairs}
+	ex := expected{quality: map[string][]stats.Verdict{}, pairs: pairs, turns: turns}
 	allVs := map[string]map[string][]stats.Verdict{} // pair → dimension → verdicts in turns order
 	for pi, p := range pairs {
 		name := p[0] + ":" + p[1]
@@ -1014,25 +1015,38 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 
 // checkExports checks the training exports: one DPO row per decisive
 // quality verdict (both orders agreed), one SFT row per distinct winning
-// answer.
+// answer, and no row twice. A strategy's answer is its label's (see
+// expTurn.label), so two verdicts of one turn with the same labels, won
+// and lost, are the same row: gated-reset before its first reset builds
+// fc's context, and gated-reset:ao then repeats fc:ao's row.
 func checkExports(t *testing.T, dir string, ex expected) {
 	t.Helper()
-	wantPrefs, winners := 0, map[string]bool{}
+	prefKeys, winners := map[string]bool{}, map[string]bool{}
 	for _, p := range ex.pairs {
-		for _, v := range ex.quality[p[0]+":"+p[1]] {
+		for i, v := range ex.quality[p[0]+":"+p[1]] {
+			tu := ex.turns[i]
+			la, lb := tu.label(p[0]), tu.label(p[1])
 			switch v.Outcome {
 			case stats.AWins:
-				wantPrefs++
-				winners[fmt.Sprint(v.Conversation, v.Turn, p[0])] = true
+				prefKeys[fmt.Sprint(v.Conversation, v.Turn, la, lb)] = true
+				winners[fmt.Sprint(v.Conversation, v.Turn, la)] = true
 			case stats.BWins:
-				wantPrefs++
-				winners[fmt.Sprint(v.Conversation, v.Turn, p[1])] = true
+				prefKeys[fmt.Sprint(v.Conversation, v.Turn, lb, la)] = true
+				winners[fmt.Sprint(v.Conversation, v.Turn, lb)] = true
 			}
 		}
 	}
 	prefs := readJSONL(t, filepath.Join(dir, "preferences.jsonl"))
-	if len(prefs) != wantPrefs {
-		t.Errorf("%d preference rows, want %d", len(prefs), wantPrefs)
+	if len(prefs) != len(prefKeys) {
+		t.Errorf("%d preference rows, want %d", len(prefs), len(prefKeys))
+	}
+	rows := map[string]bool{}
+	for _, row := range prefs {
+		b, _ := json.Marshal([]any{row["prompt"], row["chosen"], row["rejected"]})
+		if rows[string(b)] {
+			t.Errorf("preference row twice: %v", row)
+		}
+		rows[string(b)] = true
 	}
 	for _, row := range prefs {
 		chosen := row["chosen"].([]any)[0].(map[string]any)

@@ -139,8 +139,9 @@ func TestSFTExportSaysWhatItLeftOut(t *testing.T) {
 	mustRun(t, "curate", "--db", db, "--strategies", "fc")
 	out := mustRun(t, "export", "--db", db, "--what", "curated", "--format", "sft", "--out", filepath.Join(dir, "sft.jsonl"))
 	// Turns 2 of both conversations have a reply; turn 3 of open-end has none.
-	if !strings.Contains(out, "wrote 2 curated rows") || !strings.Contains(out, "left out 1 curated rows: no reply in the dataset") {
-		t.Errorf("export output:\n%s", out)
+	want := "wrote 2 curated rows to " + filepath.Join(dir, "sft.jsonl") + " (strategies fc; metadata in " + filepath.Join(dir, "sft.meta.jsonl") + "); left out 1: 1 no reply in the dataset to train towards\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("export output:\n%s\nwant the line\n%s", out, want)
 	}
 }
 

@@ -14,24 +14,50 @@ import (
 func exportCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:        "export",
-		Usage:       "write conversations, curated contexts, the quarantine, or judged training pairs to Parquet or JSONL",
+		Usage:       "write conversations, curated contexts, annotations, the quarantine, or training data (SFT, DPO pairs) to Parquet or JSONL",
 		Description: export.Help(),
 		Flags: []cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "what", Required: true, Usage: strings.Join(export.Kinds(), " | ")},
-			&cli.StringFlag{Name: "format", Value: string(export.Parquet), Usage: "parquet | jsonl | sft (curated only)"},
+			&cli.StringFlag{Name: "format", Value: string(export.Parquet), Usage: "parquet | jsonl | sft (curated only: OpenAI chat fine-tuning JSONL, weighted, with NAME.meta.jsonl beside it)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "output file"},
 			&cli.StringFlag{Name: "dimension", Value: export.Dimensions()[0], Usage: "preferences, winners: " + strings.Join(export.Dimensions(), " | ")},
 			&cli.BoolFlag{Name: "include-inconsistent", Usage: "preferences, winners: also export both-order verdicts where one order was decisive and the other a tie"},
 			&cli.StringFlag{Name: "prompt-strategy", Usage: "preferences, winners: curate strategy whose context is the prompt (default: the one the chosen answer was generated from)"},
+			&cli.StringFlag{Name: "pairs", Value: export.PairsAll, Usage: "preferences: " + export.PairsAll + " (every decisive verdict) | " + export.PairsSamePrompt + " (only verdicts whose two answers were generated from the same context, the prompt)"},
+			&cli.StringFlag{Name: "strategies", Usage: "curated: comma-separated curate strategies to export (default: every one the curate stage ran)"},
+			&cli.StringFlag{Name: "train-on", Value: string(export.TrainReplies), Usage: "curated --format sft: which assistant messages have weight 1: " + string(export.TrainReplies) + " (the target and the dataset replies the context kept) | " + string(export.TrainTarget) + " (the target only); text a strategy wrote always has weight 0"},
 		},
 		Action: func(c *cli.Context) error {
 			memoryCeiling(e, readerMemoryLimit)
+			what := c.String("what")
 			po := export.PreferenceOptions{Dimension: c.String("dimension"), IncludeInconsistent: c.Bool("include-inconsistent"), PromptStrategy: c.String("prompt-strategy")}
 			if !slices.Contains(export.Dimensions(), po.Dimension) {
 				return fmt.Errorf("--dimension %q: want %s", po.Dimension, strings.Join(export.Dimensions(), ", "))
 			}
-			plan := run.Plan{DB: c.String("db"), Exports: []run.Export{{What: c.String("what"), Format: c.String("format"), Out: c.String("out"), Preferences: po}}}
+			if c.IsSet("pairs") {
+				po.Pairs = c.String("pairs")
+			}
+			var co export.CuratedOptions
+			if c.IsSet("strategies") {
+				for s := range strings.SplitSeq(c.String("strategies"), ",") {
+					if s = strings.TrimSpace(s); s == "" {
+						return fmt.Errorf("--strategies %q: an empty strategy name", c.String("strategies"))
+					}
+					co.Strategies = append(co.Strategies, s)
+				}
+			}
+			if c.IsSet("train-on") {
+				if c.String("format") != string(export.SFT) {
+					return fmt.Errorf("--train-on applies to --format sft only")
+				}
+				co.TrainOn = export.TrainOn(c.String("train-on"))
+			}
+			x := run.Export{What: what, Format: c.String("format"), Out: c.String("out"), Preferences: po, Curated: co}
+			if err := x.Options().Check(what); err != nil {
+				return err
+			}
+			plan := run.Plan{DB: c.String("db"), Exports: []run.Export{x}}
 			return execute(c, e, plan, runOptions(e))
 		},
 	}

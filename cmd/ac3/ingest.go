@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -12,19 +13,19 @@ import (
 
 // filterFlags are the ingest filters, shared by ingest and convert.
 func filterFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "format", Value: detect.Auto, Usage: "input format: " + detect.Auto + ", " + strings.Join(detect.Formats(), ", ")},
-		&cli.StringSliceFlag{Name: "language", Usage: "keep only these languages (WildChat's `language` field, e.g. English or en); repeat or comma-separate. Formats without a language field are kept (see --unknown-language)"},
-		&cli.StringFlag{Name: "unknown-language", Value: filter.UnknownKeep, Usage: "with --language, what to do with conversations whose format has no language field: " + filter.UnknownKeep + " or " + filter.UnknownDrop},
+		&cli.StringSliceFlag{Name: "language", Usage: "keep only these languages (names as WildChat's `language` field has them, e.g. English, or codes such as en); repeat or comma-separate. Conversations whose input has no language field get one identified from their user turns (see --identify-language)"},
+		&cli.StringFlag{Name: "unknown-language", Value: filter.UnknownKeep, Usage: "with --language, what to do with conversations whose language stays unknown (no user text to identify): " + filter.UnknownKeep + " or " + filter.UnknownDrop},
+		&cli.StringFlag{Name: "identify-language", Value: filter.IdentifyAuto, Usage: "which conversations get their language from the identifier (" + filter.Detector + ", over the first " + strconv.Itoa(filter.IdentifyBytes) + " bytes of the user turns): " + filter.IdentifyAuto + " (those whose input has no language field, when --language is given), " + filter.IdentifyMissing + " (those, even without --language, to record their language), " + filter.IdentifyAlways + " (every one, replacing the input's field) or " + filter.IdentifyNever},
 		&cli.IntFlag{Name: "min-turns", Usage: "drop conversations with fewer user turns (the papers use 5)"},
 		&cli.IntFlag{Name: "max-turns", Usage: "drop conversations with more user turns (the papers use 10)"},
 		&cli.StringSliceFlag{Name: "domain", Usage: "keep conversations whose user messages match a keyword list: " + strings.Join(filter.Domains(), ", ")},
 		&cli.BoolFlag{Name: "drop-toxic", Usage: "drop conversations the source flags as toxic"},
 		&cli.BoolFlag{Name: "drop-redacted", Usage: "drop conversations the source flags as redacted"},
-		&cli.BoolFlag{Name: "dedupe", Usage: "drop exact duplicates (same system message, roles and texts)"},
 		&cli.IntFlag{Name: "max-message-bytes", Usage: "drop conversations with a message longer than this"},
 		&cli.IntFlag{Name: "max-line-bytes", Value: 64 << 20, Usage: "quarantine input lines longer than this"},
-	}
+	}, dedupeFlags()...)
 }
 
 // filterFlagNames names the filter options as the flags spell them.
@@ -32,16 +33,20 @@ var filterFlagNames = map[string]string{
 	"Languages": "--language", "UnknownLanguage": "--unknown-language",
 	"MinUserTurns": "--min-turns", "MaxUserTurns": "--max-turns",
 	"Domains": "--domain", "MaxMessageBytes": "--max-message-bytes",
+	"IdentifyLanguage": "--identify-language",
+	"NearThreshold":    "--near-threshold", "NearShingleWords": "--near-shingle",
 }
 
 func filterFrom(c *cli.Context) run.Filter {
-	return run.Filter{
-		Languages: splitList(c.StringSlice("language")), UnknownLanguage: c.String("unknown-language"),
+	f := run.Filter{
+		Languages: splitList(c.StringSlice("language")), UnknownLanguage: c.String("unknown-language"), IdentifyLanguage: c.String("identify-language"),
 		MinUserTurns: c.Int("min-turns"), MaxUserTurns: c.Int("max-turns"),
 		Domains:   splitList(c.StringSlice("domain")),
 		DropToxic: c.Bool("drop-toxic"), DropRedacted: c.Bool("drop-redacted"),
-		Dedupe: c.Bool("dedupe"), MaxMessageBytes: c.Int("max-message-bytes"),
+		MaxMessageBytes: c.Int("max-message-bytes"),
 	}
+	dedupeFilter(c, &f)
+	return f
 }
 
 func ingestCommand(e *env) *cli.Command {
@@ -53,8 +58,12 @@ func ingestCommand(e *env) *cli.Command {
 		Flags:       append(append([]cli.Flag{dbFlag}, filterFlags()...), shardFlags()...),
 		Action: func(c *cli.Context) error {
 			memoryCeiling(e, ingestMemoryLimit)
+			_, files, err := dedupeArgs(c)
+			if err != nil {
+				return err
+			}
 			plan := run.Plan{DB: c.String("db"), Ingest: &run.Ingest{
-				Files: c.Args().Slice(), Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c),
+				Files: files, Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c),
 			}}
 			return run.FilterError(execute(c, e, plan, runOptions(e)), filterFlagNames)
 		},

@@ -73,6 +73,13 @@ func llmCommand(e *env) *cli.Command {
 				if err != nil {
 					return err
 				}
+				// Said before the request, as a run says it: the ping
+				// would otherwise be refused as a fatal call (exit 3).
+				if ep, err := client.Endpoint(c.String("role")); err == nil {
+					if err := ep.CheckKey(); err != nil {
+						return err
+					}
+				}
 				res, err := client.Ping(c.Context, c.String("role"))
 				if err != nil {
 					return fmt.Errorf("pinging role %s: %w", c.String("role"), err)
@@ -84,9 +91,21 @@ func llmCommand(e *env) *cli.Command {
 						kind = "none given"
 					}
 					fmt.Fprintf(e.stdout, "output:   %s (endpoint kind: %s)\n", ep.Output, kind)
+					fmt.Fprintf(e.stdout, "key:      %s\n", keyLine(ep))
 				}
 				return nil
 			},
 		}},
 	}
+}
+
+// keyLine says where the key sent to an endpoint comes from, never the key.
+func keyLine(ep llm.Endpoint) string {
+	switch {
+	case ep.APIKeyEnv != "":
+		return "from " + ep.APIKeyEnv
+	case ep.APIKey != "":
+		return "set"
+	}
+	return "none sent (the endpoint names no key variable)"
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -26,7 +27,11 @@ func reportCommand(e *env) *cli.Command {
 			memoryCeiling(e, readerMemoryLimit)
 			rp := run.Report{Out: c.String("out"), Formats: splitList(c.StringSlice("formats")), SeedFromRun: !c.IsSet("seed"),
 				Options: report.Options{Resamples: c.Int("resamples"), Level: c.Float64("level"), Seed: c.Uint64("seed")}}
-			return execute(c, e, run.Plan{DB: c.String("db"), Report: &rp}, runOptions(e))
+			res, err := executeResult(c, e, run.Plan{DB: c.String("db"), Report: &rp}, runOptions(e))
+			if f := reportFile(res); err == nil && f != "" {
+				fmt.Fprintf(e.stdout, "the report is %s\n", f)
+			}
+			return err
 		},
 	}
 }

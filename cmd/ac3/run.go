@@ -60,8 +60,18 @@ func runCommand(e *env) *cli.Command {
 			}
 			opts := runOptions(e)
 			opts.Headings = true
-			if err := execute(c, e, plan, opts); err != nil {
+			res, err := executeResult(c, e, plan, opts)
+			report := reportFile(res)
+			if err != nil {
+				if report != "" && exitCode(err) == exitFailed {
+					// Finished with failed units: the report was written.
+					fmt.Fprintf(e.stdout, "the report is %s\n", report)
+				}
 				return run.FilterError(err, config.FilterKeys)
+			}
+			if report != "" {
+				fmt.Fprintf(e.stdout, "== done; the report is %s, and 'ac3 status --db %s' shows the run\n", report, plan.DB)
+				return nil
 			}
 			fmt.Fprintf(e.stdout, "== done; 'ac3 status --db %s' shows the run\n", plan.DB)
 			return nil

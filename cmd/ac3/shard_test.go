@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ac3/ac3/pipeline/export"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/shard"
 )
@@ -85,7 +86,7 @@ func writeExtraExports(t *testing.T, vars map[string]string, db, outDir string) 
 		{"annotations", "parquet"}, {"annotations", "jsonl"},
 		{"quarantine", "jsonl"}, {"winners", "parquet"},
 	} {
-		out := filepath.Join(outDir, "extra-"+x[0]+"."+x[1])
+		out := filepath.Join(outDir, "extra-"+export.FileName(x[0], x[1]))
 		if o, err := runAppEnv(t, vars, "export", "--db", db, "--what", x[0], "--format", x[1], "--out", out); err != nil {
 			t.Fatalf("ac3 export %s %s: %v\n%s", x[0], x[1], err, o)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -197,7 +198,41 @@ func AppendConversation(dst []byte, c *conv.Conversation) ([]byte, error) {
 			return dst[:start], fmt.Errorf("checking meta: %w", err)
 		}
 	}
+	if c.LanguageSource != "" {
+		dst = append(dst, `,"language_source":`...)
+		dst = AppendString(dst, c.LanguageSource)
+	}
+	if c.LanguageDetector != "" {
+		dst = append(dst, `,"language_detector":`...)
+		dst = AppendString(dst, c.LanguageDetector)
+	}
+	if c.LanguageConfidence != 0 {
+		f := c.LanguageConfidence
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return dst[:start], fmt.Errorf("writing conversation %s: language confidence %v is not a JSON number", c.ID, f)
+		}
+		dst = append(dst, `,"language_confidence":`...)
+		dst = appendFloat(dst, f)
+	}
 	return append(dst, '}'), nil
+}
+
+// appendFloat appends f the way encoding/json writes a float64: the
+// shortest decimal that reads back the same, in exponent form (with no
+// leading zero in a negative exponent) only below 1e-6 or from 1e21 on.
+func appendFloat(dst []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
 }
 
 const hexDigits = "0123456789abcdef"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -37,6 +38,12 @@ var writerCases = []conv.Conversation{
 		Meta: json.RawMessage("{\n  \"k\": [1, 2, {\"s\": \"a b\"}],\n  \"n\": null\n}")},
 	{ID: "c", Format: "lic", Messages: []conv.Message{{Role: conv.User, Content: "bad \xff utf8 \xe2\x82"}}},
 	{ID: "d"},
+	{ID: "e", Format: "sharegpt", Messages: []conv.Message{{Role: conv.User, Content: "你好"}}, Language: "Chinese",
+		LanguageSource: conv.LanguageIdentified, LanguageDetector: "whatlanggo v1.0.1", LanguageConfidence: 0.8731},
+	{ID: "f", Format: "sharegpt", Messages: []conv.Message{{Role: conv.User, Content: "ok"}}, Language: "Zulu",
+		LanguageSource: conv.LanguageIdentified, LanguageDetector: "d", LanguageConfidence: 3e-7},
+	{ID: "g", Format: "wildchat", Messages: []conv.Message{{Role: conv.User, Content: "hi"}}, Language: "English",
+		LanguageSource: conv.LanguageFromInput},
 }
 
 func TestWriterMatchesEncodingJSON(t *testing.T) {
@@ -64,11 +71,16 @@ func TestWriterRejectsBadMeta(t *testing.T) {
 }
 
 func FuzzWriter(f *testing.F) {
-	f.Add("id", "hello\n\"world\"", "sys", []byte(`{"a":1}`))
-	f.Add("", "\xff\u2029<>&", "", []byte(nil))
-	f.Fuzz(func(t *testing.T, id, content, system string, meta []byte) {
+	f.Add("id", "hello\n\"world\"", "sys", []byte(`{"a":1}`), "", 0.0)
+	f.Add("", "\xff\u2029<>&", "", []byte(nil), "input", 0.5)
+	f.Add("id", "x", "", []byte(nil), "identified", 1e-9)
+	f.Fuzz(func(t *testing.T, id, content, system string, meta []byte, source string, confidence float64) {
+		if math.IsNaN(confidence) || math.IsInf(confidence, 0) {
+			return // not a JSON number: both writers refuse it
+		}
 		c := conv.Conversation{ID: id, Format: "openai", System: system,
-			Messages: []conv.Message{{Role: conv.User, Content: content}}}
+			Messages:       []conv.Message{{Role: conv.User, Content: content}},
+			LanguageSource: source, LanguageDetector: source, LanguageConfidence: confidence}
 		if json.Valid(meta) {
 			c.Meta = meta
 		}
@@ -83,7 +95,7 @@ func FuzzWriter(f *testing.F) {
 }
 
 func TestCreateRoundTrip(t *testing.T) {
-	in := []conv.Conversation{writerCases[0], writerCases[1]}
+	in := []conv.Conversation{writerCases[0], writerCases[1], writerCases[4], writerCases[5]}
 	for _, name := range []string{"out.jsonl", "out.jsonl.zst", "out.jsonl.gz"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), name)

@@ -2,6 +2,7 @@ package openaichat
 
 import (
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/ac3/ac3/io/jsonl"
@@ -28,7 +29,8 @@ var _ jsonl.DecodeFunc = Decode
 // Mapping: id (string or number; else a content hash); messages, where a
 // leading system (or developer) message becomes Conversation.System and
 // list-of-parts content is joined text parts; from canonical records also
-// format, system, language, toxic, redacted and meta. When meta is present
+// format, system, language (with language_source, language_detector and
+// language_confidence), toxic, redacted and meta. When meta is present
 // it becomes Meta; otherwise the fields not listed here do. A canonical
 // record's source field is dropped: Source says where this copy was read.
 //
@@ -73,6 +75,15 @@ func Decode(raw []byte, src conv.Source) record.Record {
 			return c.Skip()
 		case "language":
 			d.Language, err = jsonl.OptString(&c, "language", &prob)
+			return err
+		case "language_source":
+			d.LanguageSource, err = jsonl.OptString(&c, "language_source", &prob)
+			return err
+		case "language_detector":
+			d.LanguageDetector, err = jsonl.OptString(&c, "language_detector", &prob)
+			return err
+		case "language_confidence":
+			d.LanguageConfidence, err = confidence(&c, &prob)
 			return err
 		case "toxic":
 			d.Toxic, err = jsonl.OptBool(&c, "toxic", &prob)
@@ -274,4 +285,27 @@ func Content(c *jsonl.Cursor, i int, prob **jsonl.Problem) (string, error) {
 		})
 	})
 	return sb.String(), err
+}
+
+// confidence reads language_confidence: a number in [0, 1] or null (as 0);
+// anything else notes BadField.
+func confidence(c *jsonl.Cursor, prob **jsonl.Problem) (float64, error) {
+	switch k := c.Kind(); k {
+	case jsonl.KindNull:
+		return 0, c.Null()
+	case jsonl.KindNumber:
+		raw, err := c.Raw()
+		if err != nil {
+			return 0, err
+		}
+		f, perr := strconv.ParseFloat(string(raw), 64)
+		if perr != nil || !(f >= 0 && f <= 1) {
+			jsonl.Note(prob, record.BadField, "language_confidence %s is not a number in [0, 1]", jsonl.Clip(string(raw)))
+			return 0, nil
+		}
+		return f, nil
+	default:
+		jsonl.Note(prob, record.BadField, "language_confidence is a %s, not a number", k)
+		return 0, c.Skip()
+	}
 }

@@ -33,6 +33,9 @@ type ConversationBuilder struct {
 	toxic    *array.BooleanBuilder
 	redacted *array.BooleanBuilder
 	meta     *array.StringBuilder
+	// Language provenance (conv.Conversation.LanguageSource and the rest).
+	langSource, langDetector *array.StringBuilder
+	langConfidence           *array.Float64Builder
 
 	bytes int64
 
@@ -74,8 +77,12 @@ func NewConversationBuilder(mem memory.Allocator) *ConversationBuilder {
 		toxic:    rb.Field(8).(*array.BooleanBuilder),
 		redacted: rb.Field(9).(*array.BooleanBuilder),
 		meta:     rb.Field(10).(*array.StringBuilder),
+
+		langSource:     rb.Field(11).(*array.StringBuilder),
+		langDetector:   rb.Field(12).(*array.StringBuilder),
+		langConfidence: rb.Field(13).(*array.Float64Builder),
 	}
-	b.strs = []*array.StringBuilder{b.id, b.file, b.format, b.system, b.role, b.content, b.language, b.meta}
+	b.strs = []*array.StringBuilder{b.id, b.file, b.format, b.system, b.role, b.content, b.language, b.meta, b.langSource, b.langDetector}
 	b.lastData = make([]int, len(b.strs))
 	return b
 }
@@ -108,6 +115,13 @@ func (b *ConversationBuilder) Append(c *conv.Conversation) {
 		b.meta.AppendNull()
 	} else {
 		b.raw(b.meta, c.Meta)
+	}
+	b.optStr(b.langSource, c.LanguageSource)
+	b.optStr(b.langDetector, c.LanguageDetector)
+	if c.LanguageConfidence == 0 {
+		b.langConfidence.AppendNull()
+	} else {
+		b.langConfidence.Append(c.LanguageConfidence)
 	}
 	// Fixed-width columns and offsets: a rough 40 bytes a row, 8 a message.
 	b.bytes += 40 + 8*int64(len(c.Messages))

@@ -29,6 +29,9 @@ type canonicalDecoder struct {
 	line, row                                   intCol
 	toxic, redacted                             *array.Boolean
 	msgs                                        msgCols
+
+	langSource, langDetector strCol
+	langConfidence           *array.Float64
 }
 
 func (d *canonicalDecoder) bind(rec arrow.Record) error {
@@ -45,6 +48,8 @@ func (d *canonicalDecoder) bind(rec arrow.Record) error {
 	bindStr(&d.system, ColSystem)
 	bindStr(&d.language, ColLanguage)
 	bindStr(&d.meta, ColMeta)
+	bindStr(&d.langSource, ColLanguageSource)
+	bindStr(&d.langDetector, ColLanguageDetector)
 	if err != nil {
 		return err
 	}
@@ -62,6 +67,14 @@ func (d *canonicalDecoder) bind(rec arrow.Record) error {
 	}
 	if d.redacted, err = optBool(rec, ColRedacted); err != nil {
 		return err
+	}
+	if a := column(rec, ColLanguageConfidence); a != nil {
+		var ok bool
+		if d.langConfidence, ok = a.(*array.Float64); !ok {
+			return fmt.Errorf("column %q has type %s, want double", ColLanguageConfidence, a.DataType())
+		}
+	} else {
+		d.langConfidence = nil
 	}
 	msgs := column(rec, ColMessages)
 	if msgs == nil {
@@ -92,6 +105,16 @@ func (d *canonicalDecoder) conversation(i int, row int64) (*conv.Conversation, *
 		Language: getStr(d.language, i),
 		Toxic:    getBool(d.toxic, i),
 		Redacted: getBool(d.redacted, i),
+
+		LanguageSource:   getStr(d.langSource, i),
+		LanguageDetector: getStr(d.langDetector, i),
+	}
+	if d.langConfidence != nil && !d.langConfidence.IsNull(i) {
+		f := d.langConfidence.Value(i)
+		if !(f >= 0 && f <= 1) {
+			return nil, badf(record.BadField, "%s %v is not in [0, 1]", ColLanguageConfidence, f)
+		}
+		c.LanguageConfidence = f
 	}
 	if d.srcFile != nil {
 		c.Source = conv.Source{File: getStr(d.srcFile, i), Line: getInt(d.line, i), Row: getInt(d.row, i)}
@@ -100,7 +123,8 @@ func (d *canonicalDecoder) conversation(i int, row int64) (*conv.Conversation, *
 		c.Source = conv.Source{File: d.file, Row: row}
 	}
 	if p := checkUTF8(ColID, c.ID, ColSourceFile, c.Source.File, ColFormat, c.Format,
-		ColSystem, c.System, ColLanguage, c.Language); p != nil {
+		ColSystem, c.System, ColLanguage, c.Language,
+		ColLanguageSource, c.LanguageSource, ColLanguageDetector, c.LanguageDetector); p != nil {
 		return nil, p
 	}
 	if d.meta != nil && !d.meta.IsNull(i) {

@@ -58,6 +58,10 @@ func sampleConversations() []*conv.Conversation {
 			Language: "English",
 			Toxic:    true,
 			Meta:     json.RawMessage(`{"model":"gpt-4","turn":2}`),
+
+			LanguageSource:     conv.LanguageIdentified,
+			LanguageDetector:   "whatlanggo v1.0.1",
+			LanguageConfidence: 0.8125,
 		},
 		{
 			ID:     "ü-2 中文",
@@ -70,6 +74,8 @@ func sampleConversations() []*conv.Conversation {
 			Language: "Chinese",
 			Redacted: true,
 			Meta:     json.RawMessage(`{"nested":{"a":[1,2,null],"s":"ü"}}`),
+
+			LanguageSource: conv.LanguageFromInput,
 		},
 		{ID: ""}, // everything empty, no messages
 		{

@@ -314,21 +314,24 @@ func TestCanonicalBadRowsAreQuarantined(t *testing.T) {
 	sc := parquetio.Schema()
 	tw := newTable(t, sc)
 	base := func(id string, msgs []conv.Message, meta any) []any {
-		return []any{id, "f.jsonl", int64(1), int64(-1), "jsonl", nil, msgs, nil, false, false, meta}
+		return []any{id, "f.jsonl", int64(1), int64(-1), "jsonl", nil, msgs, nil, false, false, meta, nil, nil, nil}
 	}
+	confidence := base("confidence", []conv.Message{{Role: conv.User, Content: "hi"}}, nil)
+	confidence[len(confidence)-1] = 1.5
 	rows := [][]any{
 		base("good", []conv.Message{{Role: conv.User, Content: "hi"}}, nil),
 		base("role", []conv.Message{{Role: "narrator", Content: "hi"}}, nil),
 		base("meta", []conv.Message{{Role: conv.User, Content: "hi"}}, "{not json"),
 		base("no-messages", []conv.Message{}, nil),
+		confidence,
 	}
 	path := tw.write(t, rows)
 	got, bad := openAll(t, path, parquetio.FormatCanonical)
 	if len(got) != 2 || got[0].ID != "good" || got[1].ID != "no-messages" {
 		t.Fatalf("good rows: %+v", got)
 	}
-	if len(bad) != 2 || bad[0].Reason != record.UnknownRole || bad[1].Reason != record.BadField ||
-		bad[0].Source.Row != 1 || bad[1].Source.Row != 2 {
+	if len(bad) != 3 || bad[0].Reason != record.UnknownRole || bad[1].Reason != record.BadField || bad[2].Reason != record.BadField ||
+		bad[0].Source.Row != 1 || bad[1].Source.Row != 2 || bad[2].Source.Row != 4 {
 		t.Fatalf("bad rows: %+v", bad)
 	}
 }
@@ -641,5 +644,88 @@ func TestFixtureCodec(t *testing.T) {
 	}
 	if got := cc.Compression(); got != compress.Codecs.Snappy {
 		t.Errorf("codec %v", got)
+	}
+}
+
+// TestTableWriterNestedColumns writes list<utf8>, list<struct> (with a list
+// inside) and struct columns and reads them back with pqarrow, an
+// independent reader: each must come back as the nested value appended, an
+// empty list as [], a null as null.
+func TestTableWriterNestedColumns(t *testing.T) {
+	item := arrow.StructOf(
+		arrow.Field{Name: "text", Type: arrow.BinaryTypes.String},
+		arrow.Field{Name: "turn", Type: arrow.PrimitiveTypes.Int64},
+		arrow.Field{Name: "tags", Type: parquetio.StringListType()},
+		arrow.Field{Name: "score", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	)
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "refs", Type: parquetio.StringListType(), Nullable: true},
+		{Name: "items", Type: parquetio.ListOfNullable(item), Nullable: true},
+		{Name: "pair", Type: arrow.StructOf(
+			arrow.Field{Name: "a", Type: arrow.BinaryTypes.String},
+			arrow.Field{Name: "ok", Type: arrow.FixedWidthTypes.Boolean},
+		)},
+	}, nil)
+	tw := newTable(t, sc)
+	pair := []any{"x", true}
+	for _, row := range [][]any{
+		{"a", []int{1}, nil, pair},                                        // not a list of strings
+		{"a", nil, []any{[]any{"t", int64(1)}}, pair},                     // struct too short
+		{"a", nil, []any{[]any{"t", "one", []string{}, nil}}, pair},       // wrong field type
+		{"a", nil, []any{[]any{"t", int64(1), nil, nil}}, pair},           // null in a non-nullable field
+		{"a", nil, nil, nil},                                              // null struct, not nullable
+		{"a", []any{1}, nil, pair},                                        // an int in a list of strings
+		{"a", nil, []conv.Message{{Role: conv.User, Content: "m"}}, pair}, // messages are not items
+	} {
+		if err := tw.w.Append(row); err == nil {
+			t.Errorf("Append(%v) succeeded", row)
+		}
+	}
+	path := tw.write(t, [][]any{
+		{"a", []string{"1a", "2u"}, []any{[]any{"keep it short", int64(2), []string{"output"}, 0.5}, []any{"in French", 3, []string{}, nil}}, pair},
+		{"b", []string{}, []any{}, []any{"y", false}},
+		{"c", nil, nil, []any{"z", true}},
+		{"d", []any{"3a", nil}, []any{nil, []any{"x", int32(4), []any{"p", "q"}, float32(1)}}, pair},
+	})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(data), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	for i, f := range tbl.Schema().Fields() {
+		if !arrow.TypeEqual(f.Type, sc.Field(i).Type) && f.Type.String() != strings.ReplaceAll(sc.Field(i).Type.String(), "element:", "list:") {
+			t.Errorf("column %s read back as %s, want %s", f.Name, f.Type, sc.Field(i).Type)
+		}
+	}
+	var rows []string
+	tr := array.NewTableReader(tbl, -1)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.Record()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			var cells []string
+			for c := 0; c < int(rec.NumCols()); c++ {
+				cells = append(cells, rec.Column(c).ValueStr(i))
+			}
+			rows = append(rows, strings.Join(cells, " | "))
+		}
+	}
+	want := []string{
+		`a | ["1a","2u"] | [{"score":0.5,"tags":["output"],"text":"keep it short","turn":2},{"score":null,"tags":[],"text":"in French","turn":3}] | {"a":"x","ok":true}`,
+		`b | [] | [] | {"a":"y","ok":false}`,
+		`c | (null) | (null) | {"a":"z","ok":true}`,
+		`d | ["3a",null] | [null,{"score":1,"tags":["p","q"],"text":"x","turn":4}] | {"a":"x","ok":true}`,
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+	bad := arrow.NewSchema([]arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.FixedWidthTypes.Date32)}}, nil)
+	if _, err := parquetio.NewTableWriter(io.Discard, bad, parquetio.WriterOptions{}); err == nil {
+		t.Error("NewTableWriter accepted a list of date32")
 	}
 }

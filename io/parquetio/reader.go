@@ -150,7 +150,8 @@ func projectionFor(format string) projection {
 	}
 	return projection{
 		columns: []string{ColID, ColSourceFile, ColSourceLine, ColSourceRow, ColFormat, ColSystem,
-			ColMessages, ColLanguage, ColToxic, ColRedacted, ColMeta},
+			ColMessages, ColLanguage, ColToxic, ColRedacted, ColMeta,
+			ColLanguageSource, ColLanguageDetector, ColLanguageConfidence},
 		messages: ColMessages,
 	}
 }

@@ -26,6 +26,12 @@ const (
 	ColToxic      = "toxic"
 	ColRedacted   = "redacted"
 	ColMeta       = "meta"
+	// Where language came from (conv.Conversation.LanguageSource), and for
+	// an identified one the detector and its confidence. Last, so files
+	// written before they existed keep their column positions.
+	ColLanguageSource     = "language_source"
+	ColLanguageDetector   = "language_detector"
+	ColLanguageConfidence = "language_confidence"
 )
 
 // Field names inside an element of a messages list.
@@ -59,7 +65,8 @@ func messageStructType() *arrow.StructType {
 // Schema returns the canonical conversation/v1 schema. Each call builds a new
 // value, so callers may not change one another's copy.
 //
-// Empty System, Language and Meta are written as nulls, which is how the
+// Empty System, Language, Meta and language provenance are written as
+// nulls (a confidence of 0 too), which is how the
 // conv package spells "absent"; Source.Line and Source.Row are stored as they
 // are, so a conversation read back keeps the position in its original input
 // rather than in the columnar file.
@@ -77,5 +84,8 @@ func Schema() *arrow.Schema {
 		{Name: ColToxic, Type: arrow.FixedWidthTypes.Boolean},
 		{Name: ColRedacted, Type: arrow.FixedWidthTypes.Boolean},
 		{Name: ColMeta, Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: ColLanguageSource, Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: ColLanguageDetector, Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: ColLanguageConfidence, Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	}, &md)
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/ac3/ac3/pipeline/conv"
 )
 
-// TableWriter streams rows of any flat schema to a Parquet file, with the
-// same bounded row groups, atomic Create and deterministic output as Writer.
-// Exports other than whole conversations (curated contexts, the quarantine
-// table) use it.
+// TableWriter streams rows of a schema to a Parquet file, with the same
+// bounded row groups, atomic Create and deterministic output as Writer.
+// Exports other than whole conversations (curated contexts, annotations,
+// training pairs, the quarantine table) use it.
 //
 // Supported column types and the Go values Append takes for them:
 //
@@ -27,9 +27,18 @@ import (
 //	float64                     float64, float32
 //	bool                        bool
 //	MessagesType()              []conv.Message
+//	list<utf8>                  []string, or []any of the element's values
+//	list<T>                     []any, one value of T per element
+//	struct<...>                 []any, one value per field in field order
 //
-// nil (or a nil []byte, json.RawMessage or []conv.Message) stores a null, which is
-// allowed only in a nullable field.
+// where T, and a struct's fields, are any type of this table (lists of
+// structs of lists too). Each becomes a nested Parquet column (the
+// three-level LIST layout, groups for structs), as MessagesType does.
+//
+// nil (or a nil []byte, json.RawMessage, []conv.Message, []string or []any)
+// stores a null, which is allowed only in a nullable field; a list's
+// elements are nullable when its element field is (ListOfNullable and
+// MessagesType make them so, as the Parquet LIST convention writes them).
 //
 // A TableWriter is not safe for concurrent use.
 type TableWriter struct {
@@ -46,12 +55,14 @@ const (
 	kindFloat64
 	kindBool
 	kindMessages
+	kindNested // a list or struct other than MessagesType: see nestedAccepts
 )
 
 type tableColumn struct {
 	name     string
 	kind     colKind
 	nullable bool
+	typ      arrow.DataType
 	b        array.Builder
 	// set for kindMessages only
 	msg           *array.StructBuilder
@@ -96,6 +107,11 @@ func newTableWriter(w io.Writer, af *atomicfile.File, sc *arrow.Schema, opts Wri
 		case arrow.TypeEqual(f.Type, MessagesType()):
 			kinds[i] = kindMessages
 			longText = append(longText, f.Name+".list.element."+FieldContent)
+		case f.Type.ID() == arrow.LIST || f.Type.ID() == arrow.STRUCT:
+			if err := nestedSupported(f.Type); err != nil {
+				return nil, fmt.Errorf("creating table writer: column %q: %w", f.Name, err)
+			}
+			kinds[i] = kindNested
 		default:
 			return nil, fmt.Errorf("creating table writer: column %q has type %s, which TableWriter does not support", f.Name, f.Type)
 		}
@@ -104,7 +120,7 @@ func newTableWriter(w io.Writer, af *atomicfile.File, sc *arrow.Schema, opts Wri
 	tb := &tableBuilder{rb: rb}
 	cols := make([]tableColumn, len(kinds))
 	for i, f := range sc.Fields() {
-		c := tableColumn{name: f.Name, kind: kinds[i], nullable: f.Nullable, b: rb.Field(i)}
+		c := tableColumn{name: f.Name, kind: kinds[i], nullable: f.Nullable, typ: f.Type, b: rb.Field(i)}
 		if c.kind == kindMessages {
 			c.msg = rb.Field(i).(*array.ListBuilder).ValueBuilder().(*array.StructBuilder)
 			c.role = c.msg.FieldBuilder(0).(*array.StringBuilder)
@@ -153,6 +169,10 @@ func isNull(v any) bool {
 		return v == nil
 	case []conv.Message:
 		return v == nil
+	case []string:
+		return v == nil
+	case []any:
+		return v == nil
 	}
 	return false
 }
@@ -185,6 +205,11 @@ func (c *tableColumn) accepts(v any) error {
 		_, ok = v.(bool)
 	case kindMessages:
 		_, ok = v.([]conv.Message)
+	case kindNested:
+		if err := nestedAccepts(c.typ, v); err != nil {
+			return fmt.Errorf("column %q: %w", c.name, err)
+		}
+		return nil
 	}
 	if !ok {
 		return fmt.Errorf("column %q cannot hold a %T", c.name, v)
@@ -245,6 +270,8 @@ func (c *tableColumn) append(v any) int64 {
 			n += appendValidString(c.content, msgs[i].Content)
 		}
 		return n
+	case kindNested:
+		return appendNested(c.b, v)
 	}
 	return 8
 }

@@ -172,6 +172,10 @@ func BenchmarkIngest(b *testing.B) {
 	}{
 		{name: "convert-filtered", what: "convert: English, no toxic/redacted; Parquet zstd", filter: english},
 		{name: "convert-keep-all", what: "convert: no filter; Parquet zstd"},
+		// What an input without a language field costs: every
+		// conversation's language identified from its user turns.
+		{name: "convert-identify-all", what: "convert: no filter, every language identified (--identify-language always); Parquet zstd",
+			filter: filter.Options{IdentifyLanguage: filter.IdentifyAlways}},
 		// The two below say where the time goes; they are not the figure.
 		{name: "convert-keep-all-uncompressed", what: "  for scale: no filter; Parquet uncompressed", codec: parquetio.Uncompressed},
 		{name: "decode-filter-only", what: "  for scale: decode + filter, no writer", filter: english, noWriter: true},
@@ -240,7 +244,7 @@ func convertFile(ctx context.Context, path, out string, fo filter.Options, wo pa
 		return convert.Stats{}, err
 	}
 	keep := func(c *conv.Conversation) (bool, string) {
-		ok, r := f.Check(c)
+		ok, r := f.Apply(c) // as ingest does: language labelled, then checked
 		return ok, string(r)
 	}
 	if out == "" {

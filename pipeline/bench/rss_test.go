@@ -52,6 +52,8 @@ func child(mode string) int {
 		return 0
 	case "launch":
 		return launch()
+	case "neardup":
+		return nearChild(ctx)
 	}
 	fmt.Fprintf(os.Stderr, "unknown %s=%q\n", childEnv, mode)
 	return 2

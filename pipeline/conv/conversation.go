@@ -58,7 +58,7 @@ func (s Source) String() string {
 // order. Meta keeps the record's other fields exactly as the input had them
 // (a JSON object, or nil). Language, Toxic and Redacted are lifted out of Meta
 // by readers whose format has them, because filters need them; Language is
-// empty when the format does not say.
+// empty when the format does not say, until the filter identifies it.
 type Conversation struct {
 	ID       string          `json:"id"`
 	Source   Source          `json:"source"`
@@ -69,7 +69,21 @@ type Conversation struct {
 	Toxic    bool            `json:"toxic,omitempty"`
 	Redacted bool            `json:"redacted,omitempty"`
 	Meta     json.RawMessage `json:"meta,omitempty"`
+	// LanguageSource says where Language came from: LanguageFromInput
+	// (the record's own field) or LanguageIdentified (a detector read the
+	// user turns); empty while nothing has said. LanguageDetector names
+	// the detector and its version and LanguageConfidence is its
+	// confidence in [0,1]; both are set for identified languages only.
+	LanguageSource     string  `json:"language_source,omitempty"`
+	LanguageDetector   string  `json:"language_detector,omitempty"`
+	LanguageConfidence float64 `json:"language_confidence,omitempty"`
 }
+
+// The values of Conversation.LanguageSource.
+const (
+	LanguageFromInput  = "input"
+	LanguageIdentified = "identified"
+)
 
 // Size is about how many bytes the conversation holds: its text and its
 // Meta. Writers that gather conversations before a commit bound the batch by

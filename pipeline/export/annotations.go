@@ -2,11 +2,11 @@ package export
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
+	"github.com/ac3/ac3/io/parquetio"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/stages/classify"
 	"github.com/ac3/ac3/stages/constraints"
@@ -14,12 +14,16 @@ import (
 )
 
 // AnnotationsSchema is the layout of an annotations export: one row per
-// conversation and user turn that any annotation stage labelled. List-valued
-// fields (refs, constraints, pollution sources) are JSON text, so every tool
-// reads them the same way; empty columns are null when a stage did not run.
+// conversation and user turn that any annotation stage labelled. Every
+// list-valued field is a nested column: refs and pollution_sources are
+// list<string> ("1a", "2u": the turn k back and its user or assistant
+// message), constraints_new and constraints_registry list<struct<text,
+// evidence, type, turn>>. Columns of a stage that did not run are null.
 func AnnotationsSchema() *arrow.Schema {
 	s, i, f, b := arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64, arrow.FixedWidthTypes.Boolean
-	md := arrow.NewMetadata([]string{"ac3.schema"}, []string{"annotations/v1"})
+	refs := parquetio.StringListType()
+	cons := ConstraintsType()
+	md := arrow.NewMetadata([]string{"ac3.schema"}, []string{"annotations/v2"})
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "conversation_id", Type: s},
 		{Name: "turn", Type: i},
@@ -27,18 +31,47 @@ func AnnotationsSchema() *arrow.Schema {
 		{Name: "turn_type", Type: s, Nullable: true},
 		{Name: "turn_type_confidence", Type: f, Nullable: true},
 		{Name: "turn_type_reason", Type: s, Nullable: true},
-		{Name: "refs", Type: s, Nullable: true},
+		{Name: "refs", Type: refs, Nullable: true},
 		{Name: "classify_annotator", Type: s, Nullable: true},
-		{Name: "constraints_new", Type: s, Nullable: true},
-		{Name: "constraints_registry", Type: s, Nullable: true},
+		{Name: "constraints_new", Type: cons, Nullable: true},
+		{Name: "constraints_registry", Type: cons, Nullable: true},
 		{Name: "constraints_annotator", Type: s, Nullable: true},
 		{Name: "pollution_present", Type: b, Nullable: true},
 		{Name: "pollution_category", Type: s, Nullable: true},
-		{Name: "pollution_sources", Type: s, Nullable: true},
+		{Name: "pollution_sources", Type: refs, Nullable: true},
 		{Name: "pollution_confidence", Type: f, Nullable: true},
 		{Name: "pollution_justification", Type: s, Nullable: true},
 		{Name: "pollution_annotator", Type: s, Nullable: true},
 	}, &md)
+}
+
+// ConstraintsType is list<struct<text, evidence, type, turn>>, a list of
+// session constraints (constraints.Constraint) as the annotations export
+// writes them.
+func ConstraintsType() arrow.DataType {
+	return parquetio.ListOfNullable(arrow.StructOf(
+		arrow.Field{Name: "text", Type: arrow.BinaryTypes.String},
+		arrow.Field{Name: "evidence", Type: arrow.BinaryTypes.String},
+		arrow.Field{Name: "type", Type: arrow.BinaryTypes.String},
+		arrow.Field{Name: "turn", Type: arrow.PrimitiveTypes.Int64},
+	))
+}
+
+// constraintValues is cs as a value of a ConstraintsType column.
+func constraintValues(cs []constraints.Constraint) []any {
+	out := make([]any, len(cs))
+	for i, c := range cs {
+		out[i] = []any{c.Text, c.Evidence, c.Type, int64(c.Turn)}
+	}
+	return out
+}
+
+// stringList is refs as a value of a list<string> column: [] for none.
+func stringList(refs []string) []string {
+	if refs == nil {
+		return []string{}
+	}
+	return refs
 }
 
 // pickVariant chooses which annotator's units to export when a stage ran
@@ -100,15 +133,15 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 				k := key{s.Seq, tr.Index}
 				row := make([]any, 17)
 				row[0], row[1], row[2] = s.Conv.ID, int64(tr.Index), s.Conv.Messages[tr.User].Content
-				any := false
+				labelled := false
 				if u, ok := units[classify.StageName][k]; ok {
 					placed[classify.StageName]++
 					lb, err := classify.Decode(u.Output)
 					if err != nil {
 						return fmt.Errorf("decoding classify unit %s: %w", u.Key, err)
 					}
-					row[3], row[4], row[5], row[6], row[7] = lb.Type, lb.Confidence, lb.Reason, jsonText(lb.Refs), lb.Annotator
-					any = true
+					row[3], row[4], row[5], row[6], row[7] = lb.Type, lb.Confidence, lb.Reason, stringList(lb.Refs), lb.Annotator
+					labelled = true
 				}
 				if u, ok := units[constraints.StageName][k]; ok {
 					placed[constraints.StageName]++
@@ -116,8 +149,8 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 					if err != nil {
 						return fmt.Errorf("decoding constraints unit %s: %w", u.Key, err)
 					}
-					row[8], row[9], row[10] = jsonText(rec.New), jsonText(rec.Registry), rec.Annotator
-					any = true
+					row[8], row[9], row[10] = constraintValues(rec.New), constraintValues(rec.Registry), rec.Annotator
+					labelled = true
 				}
 				if u, ok := units[pollution.StageName][k]; ok {
 					placed[pollution.StageName]++
@@ -125,10 +158,10 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 					if err != nil {
 						return fmt.Errorf("decoding pollution unit %s: %w", u.Key, err)
 					}
-					row[11], row[12], row[13], row[14], row[15], row[16] = lb.Present, lb.Category, jsonText(lb.Sources), lb.Confidence, lb.Justification, lb.Annotator
-					any = true
+					row[11], row[12], row[13], row[14], row[15], row[16] = lb.Present, lb.Category, stringList(lb.Sources), lb.Confidence, lb.Justification, lb.Annotator
+					labelled = true
 				}
-				if !any {
+				if !labelled {
 					continue
 				}
 				if err := rw.Write(row); err != nil {
@@ -151,12 +184,4 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 		return n, err
 	}
 	return n, rw.Close()
-}
-
-func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil || string(b) == "null" {
-		return "[]"
-	}
-	return string(b)
 }

@@ -1,9 +1,12 @@
 // Package export writes what a run holds to files other tools read: the kept
 // conversations (canonical Parquet or JSONL), the curated contexts of every
 // strategy (one row per conversation, turn and strategy, with the context as
-// a list of messages), and the quarantine. Rows come out in ingest order, then
-// turn, then strategy, so an export is the same bytes however the work that
-// produced it was scheduled or interrupted.
+// a list of messages, or as OpenAI chat fine-tuning rows), the turn
+// annotations, the quarantine, and the judged training data (TRL DPO
+// preference rows, SFT rows of the winning answers). Every list-valued field
+// is a nested column in Parquet and an array in JSONL. Rows come out in
+// ingest order, then turn, then strategy, so an export is the same bytes
+// however the work that produced it was scheduled or interrupted.
 package export
 
 import (
@@ -22,8 +25,9 @@ import (
 // Format is an output format.
 type Format string
 
-// The output formats. SFT is OpenAI chat fine-tuning JSONL and applies to
-// curated contexts only.
+// The output formats. SFT is OpenAI chat fine-tuning JSONL (a .jsonl file,
+// with a .meta.jsonl beside it; see MetaPath) and applies to curated
+// contexts only.
 const (
 	Parquet Format = "parquet"
 	JSONL   Format = "jsonl"
@@ -117,7 +121,7 @@ func Quarantine(ctx context.Context, l *ledger.Ledger, f Format, path string) (i
 	return n, rw.Close()
 }
 
-// rowWriter writes flat rows as Parquet (via TableWriter) or as JSONL
+// rowWriter writes rows as Parquet (via TableWriter) or as JSONL
 // objects keyed by the schema's field names; either way the file appears at
 // its path only once Close has finished it.
 type rowWriter struct {
@@ -146,37 +150,81 @@ func newRowWriter(f Format, path string, sc *arrow.Schema) (*rowWriter, error) {
 	return rw, nil
 }
 
-// Write writes one row; values follow the schema's fields in order.
+// Write writes one row; values follow the schema's fields in order. A list
+// or struct column takes the values TableWriter takes (a []any per struct,
+// field values in order); in JSONL a list is an array and a struct an
+// object keyed by its field names, in field order.
 func (rw *rowWriter) Write(row []any) error {
 	if rw.tw != nil {
 		return rw.tw.Append(row)
 	}
-	obj := make(map[string]any, len(row))
-	keys := make([]string, len(row))
-	for i, f := range rw.sc.Fields() {
-		obj[f.Name] = row[i]
-		keys[i] = f.Name
-	}
 	// Keys in schema order, not map order, so lines read naturally.
 	b := rw.buf[:0]
 	b = append(b, '{')
-	for i, k := range keys {
+	var err error
+	for i, f := range rw.sc.Fields() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		kb, _ := json.Marshal(k)
-		b = append(b, kb...)
-		b = append(b, ':')
-		vb, err := marshalNoEscape(obj[k])
-		if err != nil {
-			return fmt.Errorf("encoding %s: %w", k, err)
+		b = appendJSONKey(b, f.Name)
+		if b, err = appendJSON(b, f.Type, row[i]); err != nil {
+			return fmt.Errorf("encoding %s: %w", f.Name, err)
 		}
-		b = append(b, vb...)
 	}
 	b = append(b, '}', '\n')
 	rw.buf = b
-	_, err := rw.jw.Write(b)
+	_, err = rw.jw.Write(b)
 	return err
+}
+
+func appendJSONKey(b []byte, k string) []byte {
+	kb, _ := json.Marshal(k)
+	b = append(b, kb...)
+	return append(b, ':')
+}
+
+// appendJSON appends v, a value of a column of type dt, as JSON: []any
+// values of list and struct columns as arrays and objects, anything else as
+// encoding/json writes it (without escaping HTML).
+func appendJSON(b []byte, dt arrow.DataType, v any) ([]byte, error) {
+	if x, ok := v.([]any); ok && x != nil {
+		var err error
+		switch dt.ID() {
+		case arrow.LIST:
+			elem := dt.(*arrow.ListType).Elem()
+			b = append(b, '[')
+			for i, e := range x {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				if b, err = appendJSON(b, elem, e); err != nil {
+					return nil, err
+				}
+			}
+			return append(b, ']'), nil
+		case arrow.STRUCT:
+			st := dt.(*arrow.StructType)
+			if len(x) != st.NumFields() {
+				return nil, fmt.Errorf("got %d values for a struct of %d fields", len(x), st.NumFields())
+			}
+			b = append(b, '{')
+			for i, f := range st.Fields() {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONKey(b, f.Name)
+				if b, err = appendJSON(b, f.Type, x[i]); err != nil {
+					return nil, err
+				}
+			}
+			return append(b, '}'), nil
+		}
+	}
+	vb, err := marshalNoEscape(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, vb...), nil
 }
 
 func marshalNoEscape(v any) ([]byte, error) {

@@ -2,8 +2,9 @@ package export
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -20,7 +21,8 @@ import (
 type PreferenceOptions struct {
 	// Dimension is the judged dimension to export: judge.Quality (default),
 	// judge.OnTopic, or "all" (one row per decisive dimension; a pair that
-	// wins on both then appears twice).
+	// wins on both gives the same row twice, and the second is left out as
+	// a duplicate).
 	Dimension string
 	// IncludeInconsistent also exports both-order comparisons where one
 	// order was decisive and the other a tie (the decisive order's winner
@@ -31,7 +33,22 @@ type PreferenceOptions struct {
 	// prompt; "" uses the context the chosen (for winners: the winning)
 	// answer was generated from.
 	PromptStrategy string
+	// Pairs (preferences only) is PairsAll ("" too) or PairsSamePrompt.
+	Pairs string
 }
+
+// Which verdicts a preference export turns into rows (--pairs).
+const (
+	// PairsAll exports every decisive verdict. Its two answers were
+	// generated from the contexts of two strategies, usually different;
+	// the prompt is one of them (the chosen answer's, or PromptStrategy's),
+	// and same_prompt says whether both answers came from it.
+	PairsAll = "all"
+	// PairsSamePrompt exports only verdicts whose two answers were
+	// generated from the same context, which is the prompt: what DPO
+	// assumes, both answers conditioned on the prompt shown.
+	PairsSamePrompt = "same-prompt"
+)
 
 func (o PreferenceOptions) wants(d string) bool {
 	switch o.Dimension {
@@ -45,9 +62,11 @@ func (o PreferenceOptions) wants(d string) bool {
 
 // PreferencesSchema is the layout of a preference export, in the
 // conversational shape TRL's DPOTrainer reads: prompt (messages), chosen
-// and rejected (one assistant message each), then provenance.
+// and rejected (one assistant message each), then provenance. same_prompt
+// is true when both answers were generated from the prompt shown (see
+// PairsSamePrompt).
 func PreferencesSchema() *arrow.Schema {
-	md := arrow.NewMetadata([]string{"ac3.schema"}, []string{"preferences/v1"})
+	md := arrow.NewMetadata([]string{"ac3.schema"}, []string{"preferences/v2"})
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "prompt", Type: parquetio.MessagesType()},
 		{Name: "chosen", Type: parquetio.MessagesType()},
@@ -60,6 +79,7 @@ func PreferencesSchema() *arrow.Schema {
 		{Name: "chosen_strategy", Type: arrow.BinaryTypes.String},
 		{Name: "rejected_strategy", Type: arrow.BinaryTypes.String},
 		{Name: "prompt_strategy", Type: arrow.BinaryTypes.String},
+		{Name: "same_prompt", Type: arrow.FixedWidthTypes.Boolean},
 		{Name: "order", Type: arrow.BinaryTypes.String},
 		{Name: "both_orders_agree", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 		{Name: "judge_model", Type: arrow.BinaryTypes.String},
@@ -69,9 +89,10 @@ func PreferencesSchema() *arrow.Schema {
 }
 
 // WinnersSchema is the layout of a winners export: SFT rows whose messages
-// are the prompt followed by the winning answer (OpenAI chat shape).
+// are the prompt followed by the winning answer (OpenAI chat shape). beat
+// lists the strategies the answer won against.
 func WinnersSchema() *arrow.Schema {
-	md := arrow.NewMetadata([]string{"ac3.schema"}, []string{"winners/v1"})
+	md := arrow.NewMetadata([]string{"ac3.schema"}, []string{"winners/v2"})
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "messages", Type: parquetio.MessagesType()},
 		{Name: "conversation_id", Type: arrow.BinaryTypes.String},
@@ -80,7 +101,7 @@ func WinnersSchema() *arrow.Schema {
 		{Name: "strategy", Type: arrow.BinaryTypes.String},
 		{Name: "prompt_strategy", Type: arrow.BinaryTypes.String},
 		{Name: "dimension", Type: arrow.BinaryTypes.String},
-		{Name: "beat", Type: arrow.BinaryTypes.String}, // the strategies it won against, comma-separated
+		{Name: "beat", Type: parquetio.StringListType()},
 	}, &md)
 }
 
@@ -91,41 +112,71 @@ type preference struct {
 	chosen, rejected string // answers
 	prompt           []conv.Message
 	promptStrategy   string
-	agree            any // bool, or nil for single-order judging
+	samePrompt       bool // both answers were generated from prompt
+	agree            any  // bool, or nil for single-order judging
 }
 
 // Preferences writes one row per decisive judge verdict (see
-// PreferenceOptions) to path, in ingest order, then turn, then pair.
+// PreferenceOptions) to path, in ingest order, then turn, then pair,
+// leaving out rows equal to one written before.
 func Preferences(ctx context.Context, l *ledger.Ledger, f Format, path string, opts PreferenceOptions) (int64, error) {
+	st, err := preferences(ctx, l, f, path, opts)
+	return st.Rows, err
+}
+
+func preferences(ctx context.Context, l *ledger.Ledger, f Format, path string, opts PreferenceOptions) (st Stats, err error) {
 	rw, err := newRowWriter(f, path, PreferencesSchema())
 	if err != nil {
-		return 0, err
+		return st, err
 	}
-	var n int64
-	err = eachPreference(ctx, l, opts, func(p preference) error {
-		n++
+	seen, err := ledger.NewDigestSet(ctx)
+	if err != nil {
+		rw.Abort()
+		return st, err
+	}
+	defer func() { err = errors.Join(err, seen.Close()) }()
+	var skipped skips
+	err = eachPreference(ctx, l, opts, &skipped, func(p preference) error {
+		chosen := []conv.Message{{Role: conv.Assistant, Content: p.chosen}}
+		rejected := []conv.Message{{Role: conv.Assistant, Content: p.rejected}}
+		d := newRowDigest()
+		d.messages(p.prompt)
+		d.messages(chosen)
+		d.messages(rejected)
+		if fresh, err := seen.Add(ctx, d.sum()); err != nil || !fresh {
+			if err == nil {
+				skipped.add(SkippedDuplicate)
+			}
+			return err
+		}
+		st.Rows++
 		var conf any
 		if p.ob.Confidence != nil {
 			conf = *p.ob.Confidence
 		}
 		return rw.Write([]any{
-			p.prompt,
-			[]conv.Message{{Role: conv.Assistant, Content: p.chosen}},
-			[]conv.Message{{Role: conv.Assistant, Content: p.rejected}},
+			p.prompt, chosen, rejected,
 			p.ob.ConvID, int64(p.ob.Turn), int64(p.ob.Sample), p.ob.Variant, p.ob.Dimension,
-			p.winner, p.loser, p.promptStrategy, p.ob.Order, p.agree, p.ob.Model, p.ob.Justification, conf,
+			p.winner, p.loser, p.promptStrategy, p.samePrompt, p.ob.Order, p.agree, p.ob.Model, p.ob.Justification, conf,
 		})
 	})
+	st.Skipped = skipped
 	if err != nil {
 		rw.Abort()
-		return n, err
+		return st, err
 	}
-	return n, rw.Close()
+	return st, rw.Close()
 }
 
 // Winners writes the winning answers of decisive verdicts as SFT rows, each
-// answer once however many pairs it won.
+// answer once however many pairs it won, and each row once however many
+// turns, samples or dimensions gave it.
 func Winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts PreferenceOptions) (int64, error) {
+	st, err := winners(ctx, l, f, path, opts)
+	return st.Rows, err
+}
+
+func winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts PreferenceOptions) (st Stats, err error) {
 	type key struct {
 		conv           string
 		turn, sample   int
@@ -137,9 +188,15 @@ func Winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts 
 	beat := map[key][]string{}
 	rw, err := newRowWriter(f, path, WinnersSchema())
 	if err != nil {
-		return 0, err
+		return st, err
 	}
-	var n int64
+	seen, err := ledger.NewDigestSet(ctx)
+	if err != nil {
+		rw.Abort()
+		return st, err
+	}
+	defer func() { err = errors.Join(err, seen.Close()) }()
+	var skipped skips
 	flush := func() error {
 		for _, p := range pending {
 			k := key{p.ob.ConvID, p.ob.Turn, p.ob.Sample, p.winner, p.ob.Dimension}
@@ -149,8 +206,18 @@ func Winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts 
 			}
 			delete(beat, k)
 			msgs := append(append([]conv.Message(nil), p.prompt...), conv.Message{Role: conv.Assistant, Content: p.chosen})
-			n++
-			if err := rw.Write([]any{msgs, p.ob.ConvID, int64(p.ob.Turn), int64(p.ob.Sample), p.winner, p.promptStrategy, p.ob.Dimension, strings.Join(bs, ",")}); err != nil {
+			d := newRowDigest()
+			d.messages(msgs)
+			fresh, err := seen.Add(ctx, d.sum())
+			if err != nil {
+				return err
+			}
+			if !fresh {
+				skipped.add(SkippedDuplicate)
+				continue
+			}
+			st.Rows++
+			if err := rw.Write([]any{msgs, p.ob.ConvID, int64(p.ob.Turn), int64(p.ob.Sample), p.winner, p.promptStrategy, p.ob.Dimension, bs}); err != nil {
 				return err
 			}
 		}
@@ -159,7 +226,7 @@ func Winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts 
 	}
 	var cur string
 	var curTurn int
-	err = eachPreference(ctx, l, opts, func(p preference) error {
+	err = eachPreference(ctx, l, opts, &skipped, func(p preference) error {
 		if p.ob.ConvID != cur || p.ob.Turn != curTurn {
 			if err := flush(); err != nil {
 				return err
@@ -174,16 +241,64 @@ func Winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts 
 	if err == nil {
 		err = flush()
 	}
+	st.Skipped = skipped
 	if err != nil {
 		rw.Abort()
-		return n, err
+		return st, err
 	}
-	return n, rw.Close()
+	return st, rw.Close()
+}
+
+// turnData holds what the verdicts of one conversation turn share: the
+// answers, and the curated contexts they were generated from, each read
+// once.
+type turnData struct {
+	seq      int64
+	turn     int
+	answers  map[string]respond.Output // nil until read
+	curated  []ledger.Unit             // the turn's curate units, once read
+	read     bool
+	contexts map[string][]conv.Message // materialized, by strategy; nil: none
+}
+
+// context is the curated context of strategy at the turn, or nil when the
+// run has none (of the version the curate stage's plan names).
+func (t *turnData) context(ctx context.Context, l *ledger.Ledger, c *conv.Conversation, strategy string, ver map[string]string) ([]conv.Message, error) {
+	if m, ok := t.contexts[strategy]; ok {
+		return m, nil
+	}
+	if !t.read {
+		us, err := l.ConversationUnits(ctx, curate.StageName, c.ID, t.turn)
+		if err != nil {
+			return nil, err
+		}
+		t.curated, t.read = us, true
+	}
+	var msgs []conv.Message
+	for _, u := range t.curated {
+		if u.Variant != strategy || u.Version != ver[strategy] || u.Status != ledger.Done {
+			continue
+		}
+		x, err := curate.DecodeContext(u.Output)
+		if err != nil {
+			return nil, fmt.Errorf("decoding unit %s: %w", u.Key, err)
+		}
+		if msgs, err = x.MaterializeChecked(c); err != nil {
+			return nil, l.Inconsistent(fmt.Errorf("curated unit %s: %w", u.Key, err))
+		}
+		break
+	}
+	if t.contexts == nil {
+		t.contexts = map[string][]conv.Message{}
+	}
+	t.contexts[strategy] = msgs
+	return msgs, nil
 }
 
 // eachPreference calls fn for every exportable verdict of the judge stage's
-// current plan.
-func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOptions, fn func(preference) error) error {
+// current plan, and counts in skipped the verdicts on the dimension asked
+// for that it leaves out.
+func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOptions, skipped *skips, fn func(preference) error) error {
 	plans, err := l.Plans(ctx)
 	if err != nil {
 		return err
@@ -193,7 +308,9 @@ func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOption
 		return fmt.Errorf("no judge verdicts in %s yet: run 'ac3 judge' first", l.Path())
 	}
 	respondVer, curateVer := versions(plans[respond.StageName]), versions(plans[curate.StageName])
+	samePrompt := opts.Pairs == PairsSamePrompt
 	var read int64 // done verdicts read, checked against the run's count
+	var td turnData
 	err = l.EachPage(ctx, pageSize, func(page []ledger.Stored, after, upto int64) error {
 		bySeq := bySeq(page)
 		return l.Units(ctx, judge.StageName, variants, after, upto, func(u ledger.Unit) error {
@@ -208,9 +325,15 @@ func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOption
 			if c == nil {
 				return l.Inconsistent(fmt.Errorf("judge unit %s belongs to conversation %d, which the run does not hold", u.Key, u.ConvSeq))
 			}
-			var answers map[string]respond.Output
+			if td.seq != u.ConvSeq || td.turn != u.Turn {
+				td = turnData{seq: u.ConvSeq, turn: u.Turn}
+			}
 			for _, ob := range obs {
-				if !opts.wants(ob.Dimension) || ob.Identical {
+				if !opts.wants(ob.Dimension) {
+					continue
+				}
+				if ob.Identical {
+					skipped.add(SkippedIdentical)
 					continue
 				}
 				outcome := ob.Outcome
@@ -219,16 +342,21 @@ func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOption
 					agree = ob.Consistent
 					if !ob.Consistent {
 						if !opts.IncludeInconsistent {
+							skipped.add(SkippedInconsistent)
 							continue
 						}
-						outcome = decisiveOf(ob.AFirst, ob.BFirst)
+						if outcome = decisiveOf(ob.AFirst, ob.BFirst); outcome == stats.Tie {
+							skipped.add(SkippedInconsistent) // a flip, or ties both ways
+							continue
+						}
 					}
 				}
 				if outcome != stats.AWins && outcome != stats.BWins {
+					skipped.add(SkippedTie)
 					continue
 				}
-				if answers == nil {
-					if answers, err = respondOutputs(ctx, l, c.ID, u.Turn, respondVer); err != nil {
+				if td.answers == nil {
+					if td.answers, err = respondOutputs(ctx, l, c.ID, u.Turn, respondVer); err != nil {
 						return err
 					}
 				}
@@ -236,21 +364,36 @@ func eachPreference(ctx context.Context, l *ledger.Ledger, opts PreferenceOption
 				if outcome == stats.BWins {
 					p.winner, p.loser = ob.B, ob.A
 				}
-				wo, lo := answers[p.winner], answers[p.loser]
+				wo, lo := td.answers[p.winner], td.answers[p.loser]
 				ws, ok1 := wo.Sample(ob.Sample)
 				ls, ok2 := lo.Sample(ob.Sample)
 				if !ok1 || !ok2 {
-					continue // the answers were regenerated since the verdict
+					skipped.add(SkippedRegenerated)
+					continue
 				}
 				p.chosen, p.rejected = ws.Text, ls.Text
+				wctx, err := td.context(ctx, l, c, wo.Strategy, curateVer)
+				if err != nil {
+					return err
+				}
+				lctx, err := td.context(ctx, l, c, lo.Strategy, curateVer)
+				if err != nil {
+					return err
+				}
 				p.promptStrategy = opts.PromptStrategy
 				if p.promptStrategy == "" {
 					p.promptStrategy = wo.Strategy
 				}
-				if p.prompt, err = curatedMessages(ctx, l, c, u.Turn, p.promptStrategy, curateVer); err != nil {
+				if p.prompt, err = td.context(ctx, l, c, p.promptStrategy, curateVer); err != nil {
 					return err
 				}
 				if p.prompt == nil {
+					skipped.add(SkippedNoPrompt)
+					continue
+				}
+				p.samePrompt = wctx != nil && slices.Equal(wctx, lctx) && slices.Equal(wctx, p.prompt)
+				if samePrompt && !p.samePrompt {
+					skipped.add(SkippedDifferentPrompts)
 					continue
 				}
 				if err := fn(p); err != nil {
@@ -303,28 +446,4 @@ func respondOutputs(ctx context.Context, l *ledger.Ledger, convID string, turn i
 		out[u.Variant] = o
 	}
 	return out, nil
-}
-
-// curatedMessages materializes the curated context of strategy at turn, or
-// returns nil when the run has none.
-func curatedMessages(ctx context.Context, l *ledger.Ledger, c *conv.Conversation, turn int, strategy string, ver map[string]string) ([]conv.Message, error) {
-	us, err := l.ConversationUnits(ctx, curate.StageName, c.ID, turn)
-	if err != nil {
-		return nil, err
-	}
-	for _, u := range us {
-		if u.Variant != strategy || u.Version != ver[strategy] || u.Status != ledger.Done {
-			continue
-		}
-		x, err := curate.DecodeContext(u.Output)
-		if err != nil {
-			return nil, fmt.Errorf("decoding unit %s: %w", u.Key, err)
-		}
-		msgs, err := x.MaterializeChecked(c)
-		if err != nil {
-			return nil, l.Inconsistent(fmt.Errorf("curated unit %s: %w", u.Key, err))
-		}
-		return msgs, nil
-	}
-	return nil, nil
 }

@@ -31,6 +31,9 @@ type Options struct {
 	Keep Keep // nil keeps everything
 	// Dedupe drops conversations whose content was already kept.
 	Dedupe bool
+	// Near, when set, also drops conversations whose user turns nearly
+	// repeat a kept one's (ledger.NearDedupe; --dedupe near).
+	Near *ledger.NearDedupe
 	// Owns, when set, says which conversations this process keeps (a shard
 	// of a sharded run): the others are passed over without being counted
 	// anywhere, so the shards' counts add up to one whole run's.
@@ -180,7 +183,7 @@ func ingestFile(ctx context.Context, l *ledger.Ledger, path string, opts Options
 	}
 	fs.Resumed = pos
 
-	batch := ledger.IngestBatch{InputID: in.ID, Dedupe: opts.Dedupe, Drops: map[string]int64{}}
+	batch := ledger.IngestBatch{InputID: in.ID, Dedupe: opts.Dedupe, Near: opts.Near, Drops: map[string]int64{}}
 	var inBatch int64
 	batchBytes := 0
 	commit := func(finished bool) error {
@@ -199,6 +202,9 @@ func ingestFile(ctx context.Context, l *ledger.Ledger, path string, opts Options
 		}
 		if res.DupIDs > 0 {
 			fs.Dropped[ledger.DropDuplicateID] += res.DupIDs
+		}
+		if res.NearDups > 0 {
+			fs.Dropped[ledger.DropNearDuplicate] += res.NearDups
 		}
 		fs.Bad += int64(len(batch.Bad))
 		if opts.OnBatch != nil {

@@ -45,7 +45,7 @@ func TestAppendOrderMigration(t *testing.T) {
 		fmt.Sprintf(`ATTACH DATABASE 'file:%s?mode=ro' AS src`, src),
 		`INSERT INTO run_meta SELECT * FROM src.run_meta`,
 		`INSERT INTO inputs SELECT * FROM src.inputs`,
-		`INSERT INTO conversations SELECT * FROM src.conversations`,
+		`INSERT INTO conversations SELECT seq, id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq FROM src.conversations`,
 		`INSERT INTO tasks SELECT * FROM src.tasks`,
 		`INSERT INTO units (key, stage, conversation_id, conv_seq, turn, variant, version, status, attempts, error, raw, output, tokens, reason)
 			SELECT key, stage, conversation_id, conv_seq, turn, variant, version, status, attempts, error, raw, output, tokens, reason FROM src.units`,

@@ -97,6 +97,9 @@ type IngestBatch struct {
 	Drops       map[string]int64
 	Bad         []record.Bad
 	Dedupe      bool // drop conversations whose content hash was seen before
+	// Near, when set, also drops conversations whose user turns nearly
+	// repeat a kept one's (see NearDedupe).
+	Near *NearDedupe
 }
 
 // Drop reasons the ledger itself decides, next to the filters' own.
@@ -110,6 +113,7 @@ type IngestResult struct {
 	Kept       int64
 	Duplicates int64
 	DupIDs     int64
+	NearDups   int64 // dropped as near duplicates (DropNearDuplicate)
 }
 
 // CommitIngest stores one ingest batch in a single transaction.
@@ -133,11 +137,18 @@ func (l *Ledger) CommitIngest(ctx context.Context, b IngestBatch) (res IngestRes
 		return res, err
 	}
 	defer hashStmt.Close()
-	convStmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO conversations (id, content_hash, input_id, source_line, source_row, format, user_turns, language, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	convStmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO conversations (id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, language_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return res, err
 	}
 	defer convStmt.Close()
+	var near *nearIndex
+	if b.Near != nil {
+		if near, err = prepareNear(ctx, tx, b.Near); err != nil {
+			return res, err
+		}
+		defer near.close()
+	}
 	drops := map[string]int64{}
 	for k, v := range b.Drops {
 		drops[k] += v
@@ -155,11 +166,23 @@ func (l *Ledger) CommitIngest(ctx context.Context, b IngestBatch) (res IngestRes
 				continue
 			}
 		}
+		var sk nearSketch
+		if near != nil {
+			var drop bool
+			if sk, drop, err = near.check(ctx, l, b.InputID, c); err != nil {
+				return res, err
+			}
+			if drop {
+				drops[DropNearDuplicate]++
+				res.NearDups++
+				continue
+			}
+		}
 		js, err := json.Marshal(c)
 		if err != nil {
 			return res, fmt.Errorf("encoding conversation %s: %w", c.ID, err)
 		}
-		r, err := convStmt.ExecContext(ctx, c.ID, h, b.InputID, c.Source.Line, c.Source.Row, c.Format, c.UserTurns(), c.Language, enc.EncodeAll(js, nil))
+		r, err := convStmt.ExecContext(ctx, c.ID, h, b.InputID, c.Source.Line, c.Source.Row, c.Format, c.UserTurns(), c.Language, enc.EncodeAll(js, nil), c.LanguageSource)
 		if err != nil {
 			return res, fmt.Errorf("storing conversation %s: %w", c.ID, err)
 		}
@@ -167,6 +190,15 @@ func (l *Ledger) CommitIngest(ctx context.Context, b IngestBatch) (res IngestRes
 			drops[DropDuplicateID]++
 			res.DupIDs++
 			continue
+		}
+		if near != nil {
+			seq, err := r.LastInsertId()
+			if err != nil {
+				return res, fmt.Errorf("storing conversation %s: %w", c.ID, err)
+			}
+			if err := near.add(ctx, seq, sk); err != nil {
+				return res, err
+			}
 		}
 		res.Kept++
 	}

@@ -158,7 +158,7 @@ func (l *Ledger) commitDerived(ctx context.Context, enc *zstd.Encoder, dec *zstd
 		return 0, 0, err
 	}
 	defer find.Close()
-	insert, err := tx.PrepareContext(ctx, `INSERT INTO conversations (id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO conversations (id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq, language_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -194,7 +194,7 @@ func (l *Ledger) commitDerived(ctx context.Context, enc *zstd.Encoder, dec *zstd
 			}
 			parentArg = parent
 		}
-		if _, err := insert.ExecContext(ctx, c.ID, c.ContentHash(), inputID, c.Source.Line, c.Source.Row, c.Format, c.UserTurns(), c.Language, enc.EncodeAll(js, nil), origin, parentArg); err != nil {
+		if _, err := insert.ExecContext(ctx, c.ID, c.ContentHash(), inputID, c.Source.Line, c.Source.Row, c.Format, c.UserTurns(), c.Language, enc.EncodeAll(js, nil), origin, parentArg, c.LanguageSource); err != nil {
 			return 0, 0, fmt.Errorf("storing derived conversation %s: %w", c.ID, err)
 		}
 		added++

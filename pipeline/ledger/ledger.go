@@ -42,6 +42,10 @@ type Ledger struct {
 	// hasShard: the file has migration 0007 (the shard table). False only
 	// for an older run opened read-only, which is no shard.
 	hasShard bool
+	// hasLangSource: the file has migration 0010 (conversations.
+	// language_source and its index). False only for an older run opened
+	// read-only, whose languages all came from the input.
+	hasLangSource bool
 
 	// spend is the run's model spend, summed from llm_calls once and then
 	// kept current by the recorder, so progress lines can show dollars after
@@ -174,7 +178,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 		for _, m := range []struct {
 			name string
 			has  *bool
-		}{{reasonsMigration, &l.hasReasons}, {originsMigration, &l.hasOrigins}, {shardMigration, &l.hasShard}} {
+		}{{reasonsMigration, &l.hasReasons}, {originsMigration, &l.hasOrigins}, {shardMigration, &l.hasShard}, {langSourceMigration, &l.hasLangSource}} {
 			if err := r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE name = ?", m.name).Scan(&n); err != nil {
 				l.closeDBs()
 				return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
@@ -191,7 +195,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
 	}
-	l.hasReasons, l.hasOrigins, l.hasShard = true, true, true
+	l.hasReasons, l.hasOrigins, l.hasShard, l.hasLangSource = true, true, true, true
 	if err := l.backfillReasons(ctx); err != nil {
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
@@ -211,6 +215,9 @@ const originsMigration = "0004_derived.sql"
 
 // shardMigration added the shard table (ShardInfo).
 const shardMigration = "0007_shard.sql"
+
+// langSourceMigration added conversations.language_source (Languages).
+const langSourceMigration = "0010_language_source.sql"
 
 func escapePath(p string) string {
 	// '?' and '#' would end the file part of a URI.

@@ -331,6 +331,9 @@ var mergedTables = map[string]bool{
 	"content_hashes": true, "drops": true, "quarantine": true, "tasks": true, "units": true,
 	"llm_cache": true, "llm_calls": true, "batch_requests": true, "batches": true,
 	"shard": true, "shard_steps": true,
+	// Near dedupe is refused in a shard (run.errNearShard): a shard's
+	// near-duplicate tables are empty and the merged run's stay so.
+	"near_bands": true, "near_signatures": true, "near_duplicates": true,
 }
 
 // buildMerged writes the merged run into the new file tmp.
@@ -613,6 +616,16 @@ func (m *merger) copyAll(ctx context.Context) error {
 					}
 				}
 			}
+			// A shard from before migration 0010 has no language source:
+			// its languages, if any, came from its input ('' says so).
+			langSource := "''"
+			var n int
+			if err := m.conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('conversations', 's') WHERE name = 'language_source'`).Scan(&n); err != nil {
+				return fmt.Errorf("merge: reading the columns of %s: %w", m.shards[k].path, err)
+			}
+			if n > 0 {
+				langSource = "c.language_source"
+			}
 			for _, s := range []struct{ what, q string }{
 				{"copying content hashes", `INSERT OR IGNORE INTO main.content_hashes SELECT hash FROM s.content_hashes`},
 				{"adding up drops", `INSERT INTO main.drops (input_id, reason, count) SELECT i.new, d.reason, d.count FROM s.drops d
@@ -620,8 +633,8 @@ func (m *merger) copyAll(ctx context.Context) error {
 					ON CONFLICT (input_id, reason) DO UPDATE SET count = count + excluded.count`},
 				{"collecting quarantined records", `INSERT INTO temp.q SELECT ` + fmt.Sprint(k) + `, q.id, i.new, q.file, q.line, q.row, q.reason, q.detail, q.excerpt
 					FROM s.quarantine q JOIN temp.imap i ON i.shard = ` + fmt.Sprint(k) + ` AND i.old = q.input_id`},
-				{"copying conversations", `INSERT INTO main.conversations (seq, id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq)
-					SELECT m.new, c.id, c.content_hash, m.input_id, c.source_line, c.source_row, c.format, c.user_turns, c.language, c.data, c.origin, p.new
+				{"copying conversations", `INSERT INTO main.conversations (seq, id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq, language_source)
+					SELECT m.new, c.id, c.content_hash, m.input_id, c.source_line, c.source_row, c.format, c.user_turns, c.language, c.data, c.origin, p.new, ` + langSource + `
 					FROM s.conversations c CROSS JOIN temp.cmap m ON m.shard = ` + fmt.Sprint(k) + ` AND m.old = c.seq
 					LEFT JOIN temp.cmap p ON p.shard = m.shard AND p.old = c.parent_seq ORDER BY m.new`},
 				{"copying tasks", `INSERT INTO main.tasks (stage, variant, version, conv_seq, status, attempts, error, updated)

@@ -579,13 +579,19 @@ func (s *salvager) conversations(ctx context.Context, c *SalvageCount) error {
 	if err := s.src.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('conversations') WHERE name = 'origin'`).Scan(&n); err == nil && n > 0 {
 		cols = `origin, parent_seq`
 	}
+	// One from before migration 0010 has no language source ('' says the
+	// language, if any, came from the input).
+	cols += `, ''`
+	if err := s.src.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('conversations') WHERE name = 'language_source'`).Scan(&n); err == nil && n > 0 {
+		cols = strings.TrimSuffix(cols, `''`) + `language_source`
+	}
 	return s.eachIntKey(ctx, "conversations", "seq", c, func(seq int64) error {
-		var id, hash, format, lang, origin string
+		var id, hash, format, lang, origin, langSource string
 		var input, line, row, turns int64
 		var parent sql.NullInt64
 		var data []byte
 		if ok, err := s.row(ctx, `SELECT id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, `+cols+` FROM conversations WHERE seq = ?`, seq,
-			&id, &hash, &input, &line, &row, &format, &turns, &lang, &data, &origin, &parent); !ok || err != nil {
+			&id, &hash, &input, &line, &row, &format, &turns, &lang, &data, &origin, &parent, &langSource); !ok || err != nil {
 			return err
 		}
 		if _, err := decodeConv(s.dec, data); err != nil {
@@ -601,8 +607,8 @@ func (s *salvager) conversations(ctx context.Context, c *SalvageCount) error {
 			parentArg = parent.Int64
 		}
 		c.Copied++
-		return s.exec(ctx, `INSERT INTO conversations (seq, id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			seq, id, hash, input, line, row, format, turns, lang, data, origin, parentArg)
+		return s.exec(ctx, `INSERT INTO conversations (seq, id, content_hash, input_id, source_line, source_row, format, user_turns, language, data, origin, parent_seq, language_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			seq, id, hash, input, line, row, format, turns, lang, data, origin, parentArg, langSource)
 	})
 }
 

@@ -32,6 +32,13 @@ type Status struct {
 	// online, failed). Both are absent for a run that never used batches.
 	Batches       []BatchGroup     `json:"batches,omitempty"`
 	BatchRequests map[string]int64 `json:"batch_requests,omitempty"`
+	// Languages counts the conversations by language, and how many had
+	// it identified rather than from their input (see Languages).
+	Languages []LanguageCount `json:"languages,omitempty"`
+
+	// NearDuplicates is the first few pairs of conversations dropped as
+	// near duplicates (dropped["near_duplicate"] counts them all).
+	NearDuplicates []NearPair `json:"near_duplicates,omitempty"`
 }
 
 // BatchGroup sums the batches in one state (and endpoint status).
@@ -147,10 +154,18 @@ func (l *Ledger) Status(ctx context.Context) (_ Status, err error) {
 	if err := l.sumBy(ctx, `SELECT reason, sum(count) FROM drops GROUP BY reason`, st.Dropped, &st.DroppedTotal); err != nil {
 		return st, fmt.Errorf("counting drops: %w", err)
 	}
+	if st.Dropped[DropNearDuplicate] > 0 {
+		if st.NearDuplicates, err = l.NearDuplicatePage(ctx, 0, statusNearPairs); err != nil {
+			return st, err
+		}
+	}
 	if err := l.sumBy(ctx, `SELECT reason, count(*) FROM quarantine GROUP BY reason`, st.Quarantined, &st.QuarantTotal); err != nil {
 		return st, fmt.Errorf("counting quarantine: %w", err)
 	}
 	if st.Stages, err = l.progress(ctx, st.Conversations); err != nil {
+		return st, err
+	}
+	if st.Languages, err = l.Languages(ctx); err != nil {
 		return st, err
 	}
 	rows, err := l.r.QueryContext(ctx, `SELECT role, model, stage, count(*), sum(from_cache), sum(status IN ('failed', 'fatal')), sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens), sum(cost_usd) FROM llm_calls GROUP BY role, model, stage ORDER BY role, model, stage`)

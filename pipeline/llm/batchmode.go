@@ -270,6 +270,9 @@ func (c *Client) BatchAPI(name string) (*BatchAPI, error) {
 // classifies its error: while the endpoint cannot be reached op is tried
 // again with backoff, until the endpoint's unreachable time runs out.
 func (a *BatchAPI) call(ctx context.Context, what string, op func(context.Context) error) error {
+	if a.ep.keyErr != nil {
+		return a.ep.keyErr // nothing is sent without the key
+	}
 	for n := 1; ; n++ {
 		err := op(ctx)
 		if err == nil {

@@ -152,6 +152,9 @@ type endpoint struct {
 	gate *gate
 	// reach measures how long the endpoint has been unreachable.
 	reach reach
+	// keyErr is set when the endpoint's key variable is empty (see
+	// Endpoint.CheckKey); the endpoint then sends nothing.
+	keyErr error
 }
 
 // flight is a cache miss being fetched; identical requests wait for it
@@ -221,7 +224,7 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("creating llm client: endpoint %s: output %q: valid: %s, %s", ep.Name, ep.Output, parse.Tags, parse.JSONSchema)
 		}
 		ep = ep.withDefaults()
-		c.endpoints[ep.Name] = &endpoint{
+		e := &endpoint{
 			cfg:  ep,
 			svc:  openai.NewChatCompletionService(serviceOptions(ep, opts.HTTPClient)...),
 			rpm:  newRPMLimiter(ep.Limits.RPM),
@@ -229,6 +232,16 @@ func New(opts Options) (*Client, error) {
 			conc: newAIMD(ep.Limits.Concurrency, ep.Limits.MinConcurrency),
 			gate: &gate{threshold: ep.BreakerThreshold, cooldown: ep.BreakerCooldown},
 		}
+		// An endpoint whose key variable is empty is built all the same
+		// (a dry run prices its calls, batch export writes them to a file)
+		// but refuses every call, as one whose key was rejected does:
+		// nothing is ever sent to it without its key.
+		var ke *KeyError
+		if errors.As(ep.CheckKey(), &ke) {
+			e.keyErr = fatalKeyError{ke}
+			e.gate.setFatal(e.keyErr)
+		}
+		c.endpoints[ep.Name] = e
 	}
 	for role, b := range opts.Roles {
 		if c.endpoints[b.Endpoint] == nil {
@@ -250,6 +263,59 @@ func New(opts Options) (*Client, error) {
 		c.roles[DefaultRole] = RoleBinding{Endpoint: opts.Endpoints[0].Name}
 	}
 	return c, nil
+}
+
+// used reports whether a role's calls can reach the endpoint named name:
+// one a role binds, or any endpoint when no role is bound.
+func (o Options) used(name string) bool {
+	if len(o.Roles) == 0 {
+		return true
+	}
+	for _, b := range o.Roles {
+		if b.Endpoint == name {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckKeys returns the *KeyError of the first endpoint a role uses whose
+// key variable is unset or empty (see Endpoint.CheckKey), followed by the
+// others' messages, or nil when each has its key. A run checks it before
+// its first step, so that an unset variable stops it at once rather than
+// at its first model stage; it sends nothing.
+func (o Options) CheckKeys() error {
+	var first error
+	var rest []string
+	seen := map[string]bool{}
+	for _, ep := range o.Endpoints {
+		err := ep.CheckKey()
+		if err == nil || !o.used(ep.Name) || seen[err.Error()] {
+			continue // models of one endpoint share its message
+		}
+		seen[err.Error()] = true
+		if first == nil {
+			first = err
+		} else {
+			rest = append(rest, err.Error())
+		}
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("%w; %s", first, strings.Join(rest, "; "))
+	}
+	return first
+}
+
+// Keyless names the endpoints a role uses that are sent no API key: they
+// name no key variable and have no key, as a local server needs none.
+func (o Options) Keyless() []string {
+	var out []string
+	for _, ep := range o.Endpoints {
+		if ep.APIKeyEnv == "" && ep.APIKey == "" && o.used(ep.Name) {
+			out = append(out, ep.Name)
+		}
+	}
+	return out
 }
 
 // serviceOptions configures the SDK for one endpoint. The SDK's own retries
@@ -457,9 +523,11 @@ func (c *Client) EstimateCost(role string, promptTokens, completionTokens int) (
 // *FatalError (errors.Is ErrFatal) for 401/403/404 and exhausted quota,
 // and an *UnreachableError (also fatal) for an endpoint unreachable for
 // Limits.Unreachable, after either of which every call to that endpoint
-// fails at once with the same error; a *CallError for 400/422 and other
-// client errors, for 5xx once MaxAttempts are spent, and for 429 once
-// Patience is spent; the context's error when ctx ends. A Cache or Recorder failure is returned wrapped, with
+// fails at once with the same error; the *KeyError (also fatal) of an
+// endpoint whose key variable is empty, before anything is sent; a
+// *CallError for 400/422 and other client errors, for 5xx once
+// MaxAttempts are spent, and for 429 once Patience is spent; the
+// context's error when ctx ends. A Cache or Recorder failure is returned wrapped, with
 // a valid Response when the answer itself arrived.
 func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	start := time.Now()

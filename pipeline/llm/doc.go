@@ -8,7 +8,10 @@
 //     are parsed in cmd). Roles such as annotator, analyzer, respondent and
 //     judge map to endpoints with parameter overrides; DefaultFromEnv reads
 //     OPENAI_BASE_URL / OPENAI_API_KEY. Keys are Secret values that never
-//     print.
+//     print. An endpoint that names its key variable (APIKeyEnv) and finds
+//     it empty sends nothing: Options.CheckKeys says so before a run, and
+//     every call to it returns the *KeyError; one that names none needs no
+//     key.
 //   - Client.Call: one request, sent with github.com/openai/openai-go/v3
 //     (its retries off, its environment defaults unused) inside our own
 //     machinery: per-endpoint RPM (x/time/rate) and TPM buckets, an adaptive

@@ -154,16 +154,23 @@ func (p Price) ForBatch() Price {
 
 // Endpoint is one OpenAI-compatible chat-completions server and model.
 //
-// Only Name, BaseURL and Model are required. APIKey is the resolved secret;
-// APIKeyEnv is the name of the variable it came from and is used only in
-// messages ("check OPENAI_API_KEY"). The key is part of no cache key,
-// record or error text, and the base URL of none but the *UnreachableError
-// that stops a run, which shows it without credentials or query.
+// Only Name, BaseURL and Model are required. APIKey is the resolved secret.
+// The key is part of no cache key, record or error text, and the base URL
+// of none but the *UnreachableError that stops a run, which shows it
+// without credentials or query.
 type Endpoint struct {
-	Name      string
-	BaseURL   string // e.g. https://api.openai.com/v1, http://localhost:8000/v1
-	APIKey    Secret
+	Name    string
+	BaseURL string // e.g. https://api.openai.com/v1, http://localhost:8000/v1
+	APIKey  Secret
+	// APIKeyEnv is the variable APIKey was read from. An endpoint that
+	// names one needs its key: with APIKey empty nothing is sent to it
+	// (see CheckKey). An endpoint that names none needs no key, as a local
+	// vLLM, llama.cpp or Ollama server usually does, and its requests
+	// carry none unless APIKey is set.
 	APIKeyEnv string
+	// APIKeyFrom says where APIKeyEnv was set (e.g. "config run.yaml:
+	// line 9: endpoints.openai.api_key_env"), for the *KeyError.
+	APIKeyFrom string
 	// APIKeyHeader sends the key in this header instead of
 	// "Authorization: Bearer" (Azure uses "api-key").
 	APIKeyHeader string
@@ -246,13 +253,54 @@ func (e Endpoint) withDefaults() Endpoint {
 	if e.MaxTokensField == "" {
 		e.MaxTokensField = "max_tokens"
 	}
-	if e.APIKeyEnv == "" {
-		e.APIKeyEnv = "the API key"
-	}
 	if e.Output == "" {
 		e.Output = DefaultOutput(e.Kind)
 	}
 	return e
+}
+
+// KeyError says that an endpoint names the variable its API key is read
+// from (Endpoint.APIKeyEnv) and that the variable is unset or empty.
+// Nothing is sent to such an endpoint: without its key a request would be
+// refused, or served as an anonymous caller's. From Options.CheckKeys and
+// Endpoint.CheckKey it is a plain error (the command cannot start); every
+// call to the endpoint returns it as a fatal one (errors.Is ErrFatal).
+type KeyError struct {
+	Endpoint string // the endpoint's name
+	Var      string // the variable that is unset or empty
+	From     string // where the variable was named (Endpoint.APIKeyFrom); may be empty
+}
+
+func (e *KeyError) Error() string {
+	if e.From != "" {
+		return fmt.Sprintf("%s: %s is not set or is empty, so nothing is sent; export it, or remove api_key_env if the server needs no key", e.From, e.Var)
+	}
+	return fmt.Sprintf("endpoint %s: its API key variable %s is not set or is empty, so nothing is sent", e.Endpoint, e.Var)
+}
+
+// fatalKeyError is a *KeyError met by a call: fatal, so the run stops.
+type fatalKeyError struct{ *KeyError }
+
+func (e fatalKeyError) Unwrap() []error { return []error{ErrFatal, e.KeyError} }
+
+// CheckKey returns a *KeyError when the endpoint names the variable its key
+// is read from and the key is empty, else nil.
+func (e Endpoint) CheckKey() error {
+	if e.APIKeyEnv != "" && e.APIKey == "" {
+		return &KeyError{Endpoint: e.Name, Var: e.APIKeyEnv, From: e.APIKeyFrom}
+	}
+	return nil
+}
+
+// keyHint says what to check when the server refuses the key (401).
+func keyHint(e Endpoint) string {
+	switch {
+	case e.APIKeyEnv != "":
+		return "check " + e.APIKeyEnv
+	case e.APIKey != "":
+		return "check the API key"
+	}
+	return "no API key was sent: name the variable that holds it (api_key_env in the config, or OPENAI_API_KEY)"
 }
 
 // Kinds lists the kinds of server an endpoint may declare. The kinds whose
@@ -299,7 +347,10 @@ const DefaultRole = "default"
 // DefaultFromEnv returns the endpoint described by OPENAI_BASE_URL and
 // OPENAI_API_KEY, read through getenv (pass os.Getenv), with model given by
 // OPENAI_MODEL when set. The base URL defaults to https://api.openai.com/v1
-// when only a key is set. It reports false when neither variable is set, so a
+// when only a key is set. With only OPENAI_BASE_URL set the endpoint needs
+// no key and is sent none (a local server, as the OpenAI SDKs' users reach
+// vLLM or Ollama); a server that wants one answers 401, which stops the run
+// at its first call. It reports false when neither variable is set, so a
 // caller can say in one line that model-backed stages are skipped.
 func DefaultFromEnv(getenv func(string) string) (Endpoint, bool) {
 	base, key := getenv("OPENAI_BASE_URL"), getenv("OPENAI_API_KEY")
@@ -313,11 +364,9 @@ func DefaultFromEnv(getenv func(string) string) (Endpoint, bool) {
 	if model == "" {
 		model = "gpt-4o-mini"
 	}
-	return Endpoint{
-		Name:      "default",
-		BaseURL:   base,
-		APIKey:    Secret(key),
-		APIKeyEnv: "OPENAI_API_KEY",
-		Model:     model,
-	}, true
+	ep := Endpoint{Name: "default", BaseURL: base, APIKey: Secret(key), Model: model}
+	if key != "" {
+		ep.APIKeyEnv = "OPENAI_API_KEY"
+	}
+	return ep, true
 }

@@ -156,9 +156,11 @@ func fatalStatus(cfg Endpoint, status int, msg, raw, notFound string) *FatalErro
 	case status == 429 && strings.Contains(raw, "insufficient_quota"):
 		fe.Hint = "billing quota exhausted: check the account's plan and credits"
 	case status == 401:
-		fe.Hint = "check " + cfg.APIKeyEnv
+		fe.Hint = keyHint(cfg)
+	case status == 403 && cfg.APIKeyEnv == "" && cfg.APIKey == "":
+		fe.Hint = "model " + cfg.Model + " is forbidden; " + keyHint(cfg)
 	case status == 403:
-		fe.Hint = "the key may not use model " + cfg.Model + "; check " + cfg.APIKeyEnv + " and the account's access"
+		fe.Hint = "the key may not use model " + cfg.Model + "; " + keyHint(cfg) + " and the account's access"
 	case status == 404:
 		fe.Hint = notFound
 	default:

@@ -119,7 +119,7 @@ func LearnMemory(ctx context.Context, db string, m Model, n, from int, again boo
 	if err != nil {
 		return res, err
 	}
-	an, err := analyze.New(client, analyze.Options{})
+	an, err := analyze.New(client, analyze.Options{Prompts: ac.Prompts})
 	if err != nil {
 		return res, err
 	}

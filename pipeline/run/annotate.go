@@ -57,7 +57,7 @@ func (a Annotate) stages() []annotateStage {
 		out = append(out, annotateStage{label: "classify (" + ann + ")", model: ann == LLM, build: func(cl *llm.Client) (pipeline.Stage, error) {
 			o := classify.Options{Heuristic: ann == Heuristic}
 			if ann == LLM {
-				o.LLM = &classify.LLM{Client: cl}
+				o.LLM = &classify.LLM{Client: cl, Template: a.Prompts["classify"]}
 			}
 			return classify.NewStage(o)
 		}})
@@ -67,14 +67,14 @@ func (a Annotate) stages() []annotateStage {
 		out = append(out, annotateStage{label: "constraints (" + ann + ")", model: ann == LLM, build: func(cl *llm.Client) (pipeline.Stage, error) {
 			o := constraints.Options{Heuristic: ann == Heuristic}
 			if ann == LLM {
-				o.LLM = &constraints.LLM{Client: cl}
+				o.LLM = &constraints.LLM{Client: cl, Template: a.Prompts["constraints"]}
 			}
 			return constraints.NewStage(o)
 		}})
 	}
 	if a.Pollution {
 		out = append(out, annotateStage{label: "pollution (llm)", model: true, build: func(cl *llm.Client) (pipeline.Stage, error) {
-			return pollution.NewStage(&pollution.LLM{Client: cl})
+			return pollution.NewStage(&pollution.LLM{Client: cl, Template: a.Prompts["pollution"]})
 		}})
 	}
 	return out

@@ -50,6 +50,9 @@ type CompInt struct {
 	MinDenominator float64
 	Encoding       string // tokenizer (tokens.DefaultEncoding when "")
 	Parallel       int
+	// Prompts replace the probe's and the retention judge's prompts with
+	// users' templates; nil fields keep ours.
+	Prompts compint.Prompts
 }
 
 // set loads the SC set.
@@ -190,7 +193,7 @@ func (c *CompInt) build(client *llm.Client, units measure.UnitReader, plans map[
 		Orders: compint.OrderMode(c.Orders), Seed: uint64(seed),
 		JudgeRole: judgeRole, ProbeRole: probeRole,
 		JudgeSettings: m.roleSettings(judgeRole), ProbeSettings: m.roleSettings(probeRole),
-		Parallel: c.Parallel,
+		Parallel: c.Parallel, Prompts: c.Prompts,
 	})
 	return st, strategies, err
 }

@@ -34,7 +34,7 @@ func Convert(ctx context.Context, cv Conversion, progressTo io.Writer) (convert.
 	if len(cv.Files) == 0 {
 		return st, errors.New("no input files: pass one or more FILEs")
 	}
-	if cv.Filter.Dedupe {
+	if cv.Filter.dedupes() {
 		return st, errors.New("--dedupe needs a run file: use 'ac3 ingest --dedupe' then 'ac3 export'")
 	}
 	keep, err := cv.Filter.keep()

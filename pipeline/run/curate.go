@@ -91,7 +91,7 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 	}
 	opts := curate.Options{
 		Gates: c.AC3.Gates, Adaptive: c.AC3.Adaptive, AO: c.AC3.AO,
-		ResetTemplate: c.AC3.ResetTemplate, Rewrite: c.AC3.Rewrite, Replay: c.AC3.Replay,
+		ResetTemplate: c.AC3.ResetTemplate, Rewrite: c.AC3.Rewrite, Replay: c.AC3.Replay, Texts: c.AC3.Texts,
 	}
 	skip := map[string]string{}
 	var modelSpecs []string
@@ -107,7 +107,7 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 				skip[n] = "no endpoint"
 			}
 		}
-		an, err := analyze.New(e.client, analyze.Options{Ablation: c.AC3.Ablation, Retries: c.AC3.Retries})
+		an, err := analyze.New(e.client, analyze.Options{Ablation: c.AC3.Ablation, Retries: c.AC3.Retries, Prompts: c.AC3.Prompts})
 		if err != nil {
 			return b, err
 		}

@@ -53,8 +53,7 @@ type Result struct {
 type Exported struct {
 	What, Out string
 	Rows      int64
-	// Skipped counts rows left out, by reason (an SFT export leaves out
-	// turns without a reply in the dataset).
+	// Skipped counts rows left out, by reason (export.Stats.Skipped).
 	Skipped map[string]int64
 }
 
@@ -169,6 +168,12 @@ func (p Plan) check() error {
 		if _, err := in.Filter.keep(); err != nil {
 			return err
 		}
+		if _, err := in.Filter.nearDedupe(); err != nil {
+			return err
+		}
+		if in.Filter.Near != nil && p.Shard.Enabled() {
+			return errNearShard
+		}
 		for _, f := range in.Files {
 			if _, err := os.Stat(f); err != nil {
 				return fmt.Errorf("reading input: %w", err)
@@ -207,6 +212,9 @@ func (p Plan) check() error {
 	}
 	for _, x := range p.Exports {
 		if _, err := ExportFormat(x.What, x.Format); err != nil {
+			return err
+		}
+		if err := x.Options().Check(x.What); err != nil {
 			return err
 		}
 	}

@@ -41,14 +41,21 @@ type Forecast struct {
 	// input file missing, a setting it cannot use); "" when the run would
 	// go through.
 	StopsAt string `json:"stops_at,omitempty"`
+	// Refused says why the run would refuse to start, before any step (an
+	// endpoint's key variable that is unset); "" when it would start.
+	Refused string `json:"refused,omitempty"`
 }
 
 // wouldStop starts a stage's Skipped when the run would end there with an
 // error rather than skip the stage and go on.
 const wouldStop = "the run would stop here: "
 
-// Err is what a dry run ends with: nil, unless the run would stop.
+// Err is what a dry run ends with: nil, unless the run would refuse to
+// start or would stop.
 func (f Forecast) Err() error {
+	if f.Refused != "" {
+		return fmt.Errorf("%s; the run would refuse to start (the plan above is what it would do with the key set); nothing was changed", f.Refused)
+	}
 	if f.StopsAt == "" {
 		return nil
 	}
@@ -203,7 +210,22 @@ func (e *forecaster) run(ctx context.Context, plan Plan) (Forecast, error) {
 		return e.fc, err
 	}
 	e.finish()
+	e.keys()
 	return e.fc, nil
+}
+
+// keys says what the run would do about the endpoints' keys: refuse to
+// start when a key variable is unset (as preflight does), and note the
+// endpoints that are sent no key.
+func (e *forecaster) keys() {
+	if err := e.plan.checkKeys(); err != nil {
+		e.fc.Refused = err.Error()
+	}
+	if o := e.plan.Model.Options; o != nil && e.plan.needsModel() {
+		if names := o.Keyless(); len(names) > 0 {
+			e.note("no API key is sent to endpoint %s: none is configured (a local server needs none; one that wants a key answers 401 and the run stops at its first call)", strings.Join(names, ", "))
+		}
+	}
 }
 
 // prepare builds the token counter and a client for the plan's models
@@ -239,6 +261,9 @@ func (e *forecaster) build(ctx context.Context) error {
 	add := func(label string, st pipeline.Stage, skipped string) {
 		sf := StageForecast{Label: label, Skipped: skipped, stage: st}
 		if st != nil {
+			for _, line := range userPrompts(st) {
+				fmt.Fprintf(&e.notes, "%s: %s\n", label, line)
+			}
 			sf.Stage = st.Name()
 			sf.lv = toLedger(st.Variants())
 			plans[st.Name()] = sf.lv
@@ -555,6 +580,10 @@ func (e *forecaster) inputs(ctx context.Context) error {
 	}
 	open := opener(in.Format, in.MaxLineBytes)
 	seen := newSeenSet()
+	near, err := in.Filter.nearSeen()
+	if err != nil {
+		return err
+	}
 	none := make([]map[ledger.TaskID]string, len(e.fc.Stages))
 	for _, path := range in.Files {
 		fi := InputForecast{Path: path, State: "new"}
@@ -586,6 +615,7 @@ func (e *forecaster) inputs(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("reading %s for the estimate: %w", path, err)
 		}
+		rd = in.Filter.labelAhead(rd, skip, e.plan.Shard.Owns) // languages as ingest labels them
 		for n := int64(0); ; n++ {
 			rec, err := rd.Next(ctx)
 			if errors.Is(err, io.EOF) {
@@ -601,7 +631,10 @@ func (e *forecaster) inputs(ctx context.Context) error {
 			if ok, _ := keep(rec.Conv); !ok {
 				continue
 			}
-			if in.Filter.Dedupe && !seen.add(rec.Conv.ContentHash()) {
+			if in.Filter.dedupes() && !seen.add(rec.Conv.ContentHash()) {
+				continue
+			}
+			if near != nil && near.drops(rec.Conv) {
 				continue
 			}
 			if err := e.conversation(ctx, 0, ledger.OriginSource, rec.Conv, none); err != nil {
@@ -643,8 +676,11 @@ func (e *forecaster) finish() {
 		e.note("the lic step (simulation, check, replay) is not forecast: its calls depend on the trajectories it has not simulated yet")
 	}
 	e.note("answers already in the run's cache would cost nothing; prices are those of the config")
-	if e.plan.Ingest != nil && e.plan.Ingest.Filter.Dedupe {
+	if e.plan.Ingest != nil && e.plan.Ingest.Filter.dedupes() {
 		e.note("duplicates among input files not yet ingested are found with a fixed-size filter; duplicates of conversations already in the run are not")
+	}
+	if e.plan.Ingest != nil && e.plan.Ingest.Filter.Near != nil {
+		e.note("near duplicates are counted, in fixed memory, as conversations of the files not yet ingested that share a band of their signature with one kept before them, without comparing the two (that needs the run's index): an upper bound on what ingest drops")
 	}
 }
 

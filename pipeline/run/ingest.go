@@ -16,14 +16,15 @@ import (
 	"github.com/ac3/ac3/stages/filter"
 )
 
-// keep is the filter as ingest applies it.
+// keep is the filter as ingest, convert and the dry run apply it: the
+// language labelled (identified where the input has none), then checked.
 func (f Filter) keep() (ingest.Keep, error) {
 	flt, err := filter.New(f.Options())
 	if err != nil {
 		return nil, err
 	}
 	return func(c *conv.Conversation) (bool, string) {
-		ok, r := flt.Check(c)
+		ok, r := flt.Apply(c)
 		return ok, string(r)
 	}, nil
 }
@@ -51,9 +52,13 @@ func (r *runner) ingest(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	near, err := in.Filter.nearDedupe()
+	if err != nil {
+		return false, err
+	}
 	m := progress.Start(r.progress(), "ingest", "records", 0)
 	sum, err := ingest.Run(ctx, r.l, in.Files, ingest.Options{
-		Open: opener(in.Format, in.MaxLineBytes), Keep: keep, Dedupe: in.Filter.Dedupe,
+		Open: r.labelling(opener(in.Format, in.MaxLineBytes), in.Filter), Keep: keep, Dedupe: in.Filter.dedupes(), Near: near,
 		Settings: in.Filter.Canonical(), Stop: r.opts.Stop,
 		Owns: r.owns(), SkipBad: r.plan.Shard.Enabled() && r.plan.Shard.Index != 0,
 		OnBatch: func(_ string, n int64, _ ledger.IngestResult, _ int) { m.Add(n, 0) },
@@ -101,6 +106,9 @@ func (r *runner) logIngest(sum ingest.Summary, failed bool) {
 	r.logf("kept %d conversations%s; dropped %d; quarantined %d\n", kept, so, dropped, bad)
 	if dropped > 0 && r.opts.Log != nil {
 		WriteCounts(r.opts.Log, "dropped by reason", drops, dropped)
+	}
+	if drops[ledger.DropNearDuplicate] > 0 {
+		r.logf("near duplicates and the kept conversations they matched: 'ac3 export --what duplicates'\n")
 	}
 	if bad > 0 {
 		r.logf("quarantined records: see 'ac3 status' or 'ac3 export --what quarantine'\n")

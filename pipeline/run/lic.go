@@ -44,6 +44,9 @@ type LiC struct {
 	// Out is the folder of accuracy.md and accuracy.json (default: the
 	// report's folder).
 	Out string
+	// Prompts replace the simulation's prompts with users' templates (the
+	// replay's analyzer prompts and operators' texts are in AC3).
+	Prompts simulate.Prompts
 }
 
 // check refuses settings that cannot work.
@@ -98,7 +101,7 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 	sim, err := simulate.New(client, simulate.Options{
 		Replicates: c.Replicates, Mode: c.Mode, UserRole: c.UserRole, Respondent: respondent,
 		UserSettings: r.plan.Model.roleSettings(cmp.Or(c.UserRole, simulate.UserRole)), RespondentSettings: r.plan.Model.roleSettings(respondent),
-		Grader: g,
+		Grader: g, Prompts: c.Prompts,
 	})
 	if err != nil {
 		return false, err

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/ac3/ac3/judge/report"
 	"github.com/ac3/ac3/pipeline/export"
 	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/pipeline/shard"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
@@ -91,7 +93,14 @@ type Filter struct {
 	DropToxic       bool     `json:"drop_toxic,omitempty"`
 	DropRedacted    bool     `json:"drop_redacted,omitempty"`
 	Dedupe          bool     `json:"dedupe,omitempty"`
-	MaxMessageBytes int      `json:"max_message_bytes,omitempty"`
+	// Near also drops near duplicates over the user turns (--dedupe near),
+	// after the exact ones; nil for none.
+	Near            *NearDedupe `json:"near,omitempty"`
+	MaxMessageBytes int         `json:"max_message_bytes,omitempty"`
+	// IdentifyLanguage is filter.Options.IdentifyLanguage; the default
+	// (auto) is stored as "", so runs from before it existed compare
+	// equal.
+	IdentifyLanguage string `json:"identify_language,omitempty"`
 }
 
 // Options are the filter package's options for f.
@@ -100,7 +109,7 @@ func (f Filter) Options() filter.Options {
 		Languages: f.Languages, UnknownLanguage: f.UnknownLanguage,
 		MinUserTurns: f.MinUserTurns, MaxUserTurns: f.MaxUserTurns,
 		Domains: f.Domains, DropToxic: f.DropToxic, DropRedacted: f.DropRedacted,
-		MaxMessageBytes: f.MaxMessageBytes,
+		MaxMessageBytes: f.MaxMessageBytes, IdentifyLanguage: f.IdentifyLanguage,
 	}
 }
 
@@ -110,6 +119,12 @@ func (f Filter) Canonical() string {
 	f.Domains = slices.Clone(f.Domains)
 	sort.Strings(f.Languages)
 	sort.Strings(f.Domains)
+	f.Near = f.Near.resolved()
+	if p := strings.ToLower(strings.TrimSpace(f.IdentifyLanguage)); p == filter.IdentifyAuto {
+		f.IdentifyLanguage = ""
+	} else {
+		f.IdentifyLanguage = p
+	}
 	b, _ := json.Marshal(f)
 	return string(b)
 }
@@ -128,6 +143,10 @@ type Annotate struct {
 	Pollution   bool   // review the dataset's replies (model only)
 	Workers     int    // conversations a heuristic annotator labels at once (CPU)
 	Window      int    // tasks a model annotator keeps open (0: derived; see Window)
+	// Prompts replace the model annotators' prompts, by prompt name
+	// (classify, constraints, pollution): users' templates, checked with
+	// prompt.ParseFile against the stage's PromptSpec.
+	Prompts map[string]*prompt.Template
 }
 
 // Window, in Annotate, Curate, Respond and Judge, is how many tasks
@@ -198,6 +217,11 @@ type AC3 struct {
 	// reflections as outcomes ("": the first judged pair of an AC3
 	// operator).
 	OutcomePair string
+	// Prompts replace the analyzer's prompts, by name (analyze.PromptSpecs):
+	// users' templates, checked with prompt.ParseFile.
+	Prompts map[string]*prompt.Template
+	// Texts replace the operators' fixed texts (curate.TextSpecs).
+	Texts curate.Texts
 }
 
 // Respond generates the next assistant turn from curated contexts.
@@ -219,6 +243,9 @@ type Judge struct {
 	Parallel int      // calls in flight per conversation
 	Workers  int      // unused by this model stage; kept for symmetry with the CPU stages
 	Window   int      // tasks open at once (0: derived from the endpoints' limits)
+	// Prompt replaces the pairwise prompt with a user's template, checked
+	// with prompt.ParseFile against judge.PromptSpec; nil keeps ours.
+	Prompt *prompt.Template
 }
 
 // Report writes the report files.
@@ -237,4 +264,10 @@ type Export struct {
 	Format      string                   `json:"format"` // parquet, jsonl, sft
 	Out         string                   `json:"out"`
 	Preferences export.PreferenceOptions `json:"-"` // preferences and winners only
+	Curated     export.CuratedOptions    `json:"-"` // curated only
+}
+
+// Options are the export options x carries.
+func (x Export) Options() export.Options {
+	return export.Options{Preferences: x.Preferences, Curated: x.Curated}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/stages/pollution"
 	"github.com/ac3/ac3/stages/respond"
 )
@@ -31,13 +32,17 @@ type ReviewReplies struct {
 	// shows both.
 	Dataset bool
 	Workers int
+	// Prompt replaces the pollution prompt with a user's template (the one
+	// the dataset's replies get too), checked with prompt.ParseFile against
+	// pollution.PromptSpec; nil keeps ours.
+	Prompt *prompt.Template
 }
 
 // build builds the pollution stage over respond's plan.
 func (a *ReviewReplies) build(client *llm.Client, units pollution.UnitReader, plans map[string][]ledger.Variant) (*pollution.Stage, *pollution.ResponseOptions, error) {
 	rv, _ := planVersions(plans, respond.StageName)
 	ro := &pollution.ResponseOptions{Units: units, Strategies: a.Strategies, RespondVersions: rv, Samples: a.Samples}
-	st, err := pollution.New(&pollution.LLM{Client: client}, pollution.Options{Dataset: a.Dataset, Responses: ro})
+	st, err := pollution.New(&pollution.LLM{Client: client, Template: a.Prompt}, pollution.Options{Dataset: a.Dataset, Responses: ro})
 	return st, ro, err
 }
 

@@ -20,6 +20,10 @@ func ExportFormat(what, format string) (export.Format, error) {
 	return f, export.CheckKind(what, f)
 }
 
+// ExportFileName is the file name an export of what as format gets when
+// its config entry gives no out path (see export.FileName).
+func ExportFileName(what, format string) string { return export.FileName(what, format) }
+
 // runSeed is the seed the run's judge recorded (0 when none).
 func runSeed(ctx context.Context, l *ledger.Ledger) (uint64, error) {
 	v, ok, err := l.Meta(ctx, MetaSeed)
@@ -81,17 +85,14 @@ func (r *runner) exports(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		st, err := export.Write(ctx, r.l, x.What, f, x.Out, x.Preferences)
+		st, err := export.Write(ctx, r.l, x.What, f, x.Out, x.Options())
 		if err != nil {
 			if r.stopped() {
 				return false, nil // the partial file is removed
 			}
 			return false, err
 		}
-		r.logf("wrote %d %s rows to %s\n", st.Rows, x.What, x.Out)
-		for why, n := range st.Skipped {
-			r.logf("left out %d %s rows: %s\n", n, x.What, why)
-		}
+		r.logf("%s\n", st.Summary(x.What, x.Out))
 		r.res.Exports = append(r.res.Exports, Exported{What: x.What, Out: x.Out, Rows: st.Rows, Skipped: st.Skipped})
 	}
 	return true, nil

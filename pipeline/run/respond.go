@@ -70,7 +70,7 @@ func (a *Judge) build(client *llm.Client, units judge.UnitReader, plans map[stri
 	role := cmp.Or(a.Role, judge.DefaultRole)
 	return judge.New(client, units, judge.Options{
 		Pairs: pairs, Context: a.Context, Order: a.Order, Seed: seed, RespondVersions: rv,
-		Role: role, Settings: m.roleSettings(role), Parallel: a.Parallel,
+		Role: role, Settings: m.roleSettings(role), Parallel: a.Parallel, Prompt: a.Prompt,
 	})
 }
 

@@ -56,6 +56,9 @@ type stageRun struct {
 func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) {
 	st := s.stage
 	res := StageResult{Stage: st.Name(), Label: s.label}
+	for _, line := range userPrompts(st) {
+		r.logf("%s: %s\n", s.label, line)
+	}
 	if err := pipeline.RecordPlan(ctx, r.l, st, s.scope); err != nil {
 		return res, err
 	}

@@ -35,7 +35,9 @@ func WriteStatus(w io.Writer, st ledger.Status, tts []TurnTypes, now time.Time) 
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nconversations kept: %d\n", st.Conversations)
+	writeLanguages(w, st.Languages)
 	WriteCounts(w, "dropped by filters", st.Dropped, st.DroppedTotal)
+	writeNearPairs(w, st)
 	WriteCounts(w, "quarantined (bad records)", st.Quarantined, st.QuarantTotal)
 	if len(st.Stages) > 0 {
 		fmt.Fprintln(w)

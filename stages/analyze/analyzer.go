@@ -5,6 +5,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
@@ -147,6 +149,11 @@ type Options struct {
 	Retries int
 	// Ablation selects a weakened analyzer; see Ablation.
 	Ablation Ablation
+	// Prompts replace shipped prompts by name (spec, evaluate, rewrite,
+	// …; see PromptSpecs): users' templates, parsed and checked with
+	// prompt.ParseFile against the matching Spec. Their versions go into
+	// the analyzer's, so a replaced prompt never reuses units or answers.
+	Prompts map[string]*prompt.Template
 }
 
 // Analyzer runs the AC3 analysis and the other AC3 model calls through one
@@ -162,12 +169,20 @@ type prompts struct {
 	spec, specContagious, evaluate, single, rewrite, rewritePaper, summary, reflect, unify *prompt.Template
 }
 
-func loadPrompts() (prompts, error) {
-	var p prompts
-	for name, dst := range map[string]**prompt.Template{
+// byName is every prompt's slot, by the prompt's name.
+func (p *prompts) byName() map[string]**prompt.Template {
+	return map[string]**prompt.Template{
 		"spec": &p.spec, "spec_contagious": &p.specContagious, "evaluate": &p.evaluate, "single_pass": &p.single,
 		"rewrite": &p.rewrite, "rewrite_paper": &p.rewritePaper, "summary": &p.summary, "reflect": &p.reflect, "unify": &p.unify,
-	} {
+	}
+}
+
+// loadPrompts parses the shipped prompts, then puts each of replace in
+// place of the shipped prompt of its name.
+func loadPrompts(replace map[string]*prompt.Template) (prompts, error) {
+	var p prompts
+	slots := p.byName()
+	for name, dst := range slots {
 		b, err := promptFiles.ReadFile("prompts/" + name + ".tmpl")
 		if err != nil {
 			return p, fmt.Errorf("loading prompt %s: %w", name, err)
@@ -175,6 +190,16 @@ func loadPrompts() (prompts, error) {
 		t, err := prompt.Parse(name, b)
 		if err != nil {
 			return p, err
+		}
+		*dst = t
+	}
+	for _, name := range slices.Sorted(maps.Keys(replace)) {
+		t, dst := replace[name], slots[name]
+		switch {
+		case dst == nil:
+			return p, fmt.Errorf("replacing analyzer prompt %q: no such prompt (known: %s)", name, strings.Join(slices.Sorted(maps.Keys(slots)), ", "))
+		case t == nil || t.Name() != name:
+			return p, fmt.Errorf("replacing analyzer prompt %q: the template given was not checked as one", name)
 		}
 		*dst = t
 	}
@@ -196,11 +221,22 @@ func New(client *llm.Client, opts Options) (*Analyzer, error) {
 	if _, err := ParseAblation(string(opts.Ablation)); err != nil {
 		return nil, err
 	}
-	p, err := loadPrompts()
+	p, err := loadPrompts(opts.Prompts)
 	if err != nil {
 		return nil, err
 	}
 	return &Analyzer{client: client, opts: opts, p: p, out: client.Output(opts.Role)}, nil
+}
+
+// Prompts returns the prompts the analyzer renders, shipped or replaced
+// (Options.Prompts), ordered by name.
+func (a *Analyzer) Prompts() []*prompt.Template {
+	slots := a.p.byName()
+	out := make([]*prompt.Template, 0, len(slots))
+	for _, name := range slices.Sorted(maps.Keys(slots)) {
+		out = append(out, *slots[name])
+	}
+	return out
 }
 
 // Client returns the client the analyzer calls (nil for one that only
@@ -255,7 +291,7 @@ func (a *Analyzer) call(ctx context.Context, stage string, tmpl *prompt.Template
 	if a.client == nil {
 		return nil, errors.New("calling the analyzer: no model client")
 	}
-	msgs, err := tmpl.Render(data)
+	msgs, err := tmpl.RenderAnswer(data, contract(ans))
 	if err != nil {
 		return nil, err
 	}
@@ -286,12 +322,7 @@ func (a *Analyzer) Specify(ctx context.Context, u conv.UserView, reroll int) (st
 	users := u.Users()
 	tg := parse.NewTagger(append([]string{u.System()}, users...)...)
 	ans := a.answer(specForm(), tg)
-	data := struct {
-		System string
-		Users  []string
-		T      parse.Answer
-	}{u.System(), users, ans}
-	out, err := a.call(ctx, "analyze", a.p.spec, data, ans, reroll, &use)
+	out, err := a.call(ctx, "analyze", a.p.spec, newSpecData(u, ans), ans, reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("extracting the specification: %w", err)
 	}
@@ -305,11 +336,7 @@ func (a *Analyzer) specifyContagious(ctx context.Context, ct []conv.Message, rer
 	tr := Transcript(ct)
 	tg := parse.NewTagger(tr)
 	ans := a.answer(specForm(), tg)
-	data := struct {
-		Transcript string
-		T          parse.Answer
-	}{tr, ans}
-	out, err := a.call(ctx, "analyze", a.p.specContagious, data, ans, reroll, &use)
+	out, err := a.call(ctx, "analyze", a.p.specContagious, transcriptData{tr, ans}, ans, reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("extracting the specification (ablation): %w", err)
 	}
@@ -322,11 +349,7 @@ func (a *Analyzer) Evaluate(ctx context.Context, spec string, ct []conv.Message,
 	tr := Transcript(ct)
 	tg := parse.NewTagger(spec, tr, cheatsheet)
 	ans := a.answer(evaluateForm(), tg)
-	data := struct {
-		Spec, Transcript, Cheatsheet string
-		T                            parse.Answer
-	}{spec, tr, cheatsheet, ans}
-	out, err := a.call(ctx, "analyze", a.p.evaluate, data, ans, reroll, &use)
+	out, err := a.call(ctx, "analyze", a.p.evaluate, evaluateData{spec, tr, cheatsheet, ans}, ans, reroll, &use)
 	if err != nil {
 		return "", "", use, fmt.Errorf("evaluating the approach: %w", err)
 	}
@@ -380,11 +403,7 @@ func (a *Analyzer) singlePass(ctx context.Context, ct []conv.Message, reroll int
 	tr := Transcript(ct)
 	tg := parse.NewTagger(tr)
 	ans := a.answer(singlePassForm(), tg)
-	data := struct {
-		Transcript string
-		T          parse.Answer
-	}{tr, ans}
-	out, err := a.call(ctx, "analyze", a.p.single, data, ans, reroll, &use)
+	out, err := a.call(ctx, "analyze", a.p.single, transcriptData{tr, ans}, ans, reroll, &use)
 	if err != nil {
 		return Analysis{}, use, fmt.Errorf("analyzing in one pass (ablation): %w", err)
 	}

@@ -83,11 +83,7 @@ func (a *Analyzer) Rewrite(ctx context.Context, v RewriteVariant, an Analysis, c
 	tr := Transcript(ct)
 	tg := parse.NewTagger(tr, an.Spec, an.Aligned, an.Issues)
 	ans := a.answer(contextForm(), tg)
-	data := struct {
-		Transcript, Spec, Aligned, Issues string
-		T                                 parse.Answer
-	}{tr, an.Spec, an.Aligned, an.Issues, ans}
-	out, err := a.call(ctx, "curate", tmpl, data, ans, reroll, &use)
+	out, err := a.call(ctx, "curate", tmpl, rewriteData{tr, an.Spec, an.Aligned, an.Issues, ans}, ans, reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("rewriting the context: %w", err)
 	}
@@ -102,11 +98,7 @@ func (a *Analyzer) Summarize(ctx context.Context, user, reply string, reroll int
 	var use Usage
 	tg := parse.NewTagger(user, reply)
 	ans := a.answer(summaryForm(), tg)
-	data := struct {
-		User, Reply string
-		T           parse.Answer
-	}{user, reply, ans}
-	out, err := a.call(ctx, "curate", a.p.summary, data, ans, reroll, &use)
+	out, err := a.call(ctx, "curate", a.p.summary, summaryData{user, reply, ans}, ans, reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("summarizing a reply: %w", err)
 	}
@@ -193,13 +185,7 @@ func (a *Analyzer) Reflect(ctx context.Context, tr Trajectory, cheatsheet string
 	}
 	tg := parse.NewTagger(parts...)
 	ans := a.answer(takeawaysForm(), tg)
-	data := struct {
-		Steps      []Step
-		Outcome    string
-		Cheatsheet string
-		T          parse.Answer
-	}{tr.Steps, tr.Outcome, cheatsheet, ans}
-	out, err := a.call(ctx, "memory", a.p.reflect, data, ans, 0, &use)
+	out, err := a.call(ctx, "memory", a.p.reflect, reflectData{tr.Steps, tr.Outcome, cheatsheet, ans}, ans, 0, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("reflecting on a conversation: %w", err)
 	}
@@ -216,12 +202,7 @@ func (a *Analyzer) Unify(ctx context.Context, cheatsheet, takeaways string) (str
 	var use Usage
 	tg := parse.NewTagger(cheatsheet, takeaways)
 	ans := a.answer(cheatsheetForm(), tg)
-	data := struct {
-		Cheatsheet, Takeaways string
-		MaxWords              int
-		T                     parse.Answer
-	}{cheatsheet, takeaways, MaxCheatsheetWords, ans}
-	out, err := a.call(ctx, "memory", a.p.unify, data, ans, 0, &use)
+	out, err := a.call(ctx, "memory", a.p.unify, unifyData{cheatsheet, takeaways, MaxCheatsheetWords, ans}, ans, 0, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("unifying the cheatsheet: %w", err)
 	}

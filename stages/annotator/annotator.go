@@ -30,6 +30,12 @@ type LLM struct {
 	// Output is how the model is asked for answers; default the role's
 	// (llm.Client.Output).
 	Output parse.Output
+	// Template replaces the stage's shipped prompt: a user's template,
+	// parsed and checked against the stage's declaration (prompt.ParseFile
+	// with the stage's PromptSpec). nil keeps the shipped one. Its version
+	// goes into the variant's, so another prompt never reuses units or
+	// answers.
+	Template *prompt.Template
 
 	tmpl *prompt.Template
 }
@@ -52,9 +58,22 @@ func (a *LLM) Prepare(load func() *prompt.Template) *LLM {
 		a.Output = a.Client.Output(a.Role)
 	}
 	if a.tmpl == nil {
-		a.tmpl = load()
+		a.tmpl = a.Template
+		if a.tmpl == nil {
+			a.tmpl = load()
+		}
 	}
 	return a
+}
+
+// CheckPrompt refuses a replacement prompt made for another prompt than
+// name (a's stage's): its fields would not be the ones rendered. A nil a or
+// a nil a.Template passes.
+func CheckPrompt(a *LLM, name string) error {
+	if a == nil || a.Template == nil || a.Template.Name() == name {
+		return nil
+	}
+	return fmt.Errorf("the %s stage was given a template for the %s prompt (%s)", name, a.Template.Name(), a.Template.File())
 }
 
 // AnswerForm is the form of an annotation stage's answer: one JSON object,

@@ -2,6 +2,7 @@ package annotator
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 
 	"github.com/ac3/ac3/pipeline/conv"
@@ -27,6 +28,24 @@ type Transcript struct {
 	Messages []Entry
 	Answer   string // the form of the answer, laid out for the output
 	JSON     bool   // the answer is one JSON object (json_schema output)
+}
+
+// TranscriptSpec declares a transcript prompt (classify, pollution) for
+// users who replace it: it is rendered with a Transcript, must show the
+// messages, and the answer's form (Answer, JSON) is ac3's.
+func TranscriptSpec(name string) prompt.Spec {
+	return prompt.Spec{Name: name, Data: reflect.TypeFor[Transcript](), Needs: []string{"Messages"}, Contract: []string{"Answer", "JSON"}}
+}
+
+// Contract is the answer's form as ac3 states it at the end of a user's
+// template (prompt.Template.RenderAnswer), in the words the shipped
+// prompts use: answer is the form laid out for the output (Layout), json
+// whether it is json_schema output.
+func Contract(json bool, answer string) string {
+	if json {
+		return "Reply with exactly one JSON object of this shape:\n" + answer
+	}
+	return "Reply with exactly one section, opened and closed with these tags, holding one JSON object:\n" + answer
 }
 
 // Layout is what a stage's answer form shows the model (parse.Object and
@@ -82,7 +101,8 @@ func RenderTranscript(tmpl *prompt.Template, t int, es []Entry, out parse.Output
 		parts = append(parts, e.Content)
 	}
 	tg := parse.NewTagger(parts...)
-	msgs, err := tmpl.Render(Transcript{Nonce: tg.Nonce(), Turn: t, Messages: es, Answer: form.Layout(out, tg), JSON: out == parse.JSONSchema})
+	d := Transcript{Nonce: tg.Nonce(), Turn: t, Messages: es, Answer: form.Layout(out, tg), JSON: out == parse.JSONSchema}
+	msgs, err := tmpl.RenderAnswer(d, Contract(d.JSON, d.Answer))
 	return msgs, tg, err
 }
 

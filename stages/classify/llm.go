@@ -19,6 +19,12 @@ var promptText []byte
 // Prompt returns the parsed classify prompt.
 func Prompt() *prompt.Template { return prompt.MustParse("classify", promptText) }
 
+// PromptSpec declares the classify prompt for a user's template that
+// replaces it (LLM.Template; stages.classify.prompts.classify in the config):
+// it is rendered with an annotator.Transcript of C_t, u_t tagged "now", and
+// must show .Messages; the answer's form is ac3's.
+func PromptSpec() prompt.Spec { return annotator.TranscriptSpec("classify") }
+
 // wire is the JSON the model writes inside its answer section.
 // Its struct tags are the one declaration of the answer's fields: the
 // prompt's example, the tag parser and the strict schema come from them.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/prompt"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 // DefaultFrom is the first user turn classified: turn 1 has no history.
@@ -34,6 +36,9 @@ func NewStage(o Options) (*Stage, error) {
 	if !o.Heuristic && o.LLM == nil {
 		return nil, errors.New("creating classify stage: no annotator chosen")
 	}
+	if err := annotator.CheckPrompt((*annotator.LLM)(o.LLM), "classify"); err != nil {
+		return nil, fmt.Errorf("creating classify stage: %w", err)
+	}
 	s := &Stage{llm: o.LLM, from: o.FromTurn}
 	if s.from < 2 {
 		s.from = DefaultFrom
@@ -49,6 +54,15 @@ func NewStage(o Options) (*Stage, error) {
 
 // Name implements pipeline.Stage.
 func (s *Stage) Name() string { return StageName }
+
+// Prompts returns the prompt the llm annotator renders (none for the
+// heuristic alone), for the run to say which one is in use.
+func (s *Stage) Prompts() []*prompt.Template {
+	if s.llm == nil {
+		return nil
+	}
+	return []*prompt.Template{s.llm.core().Prompt()}
+}
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant {

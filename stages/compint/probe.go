@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -124,12 +125,65 @@ func NewMCQ(sc SC, order Order) (MCQ, error) {
 }
 
 // Prompt renders the question as the text of a user turn.
-func (q MCQ) Prompt() (string, error) {
-	msgs, err := ProbePrompt().Render(q)
+func (q MCQ) Prompt() (string, error) { return q.render(ProbePrompt()) }
+
+// probeContract is the answer's form, which ac3 appends to a user's probe
+// template: the strict parser (MCQ.Parse) reads a single letter.
+const probeContract = "Answer with the single letter A or B and nothing else."
+
+// render renders the question with tmpl as the text of a user turn.
+func (q MCQ) render(tmpl *prompt.Template) (string, error) {
+	msgs, err := tmpl.RenderAnswer(q, probeContract)
 	if err != nil {
 		return "", err
 	}
 	return msgs[len(msgs)-1].Content, nil
+}
+
+// Prompts are the measurement's two prompts; a nil field is ours
+// (ProbePrompt, RetentionPrompt). Set one to a user's template, parsed and
+// checked with prompt.ParseFile against ProbeSpec or RetentionSpec.
+type Prompts struct {
+	Probe, Retention *prompt.Template
+}
+
+// ProbeTemplate returns the compliance question's prompt in use.
+func (p Prompts) ProbeTemplate() *prompt.Template {
+	if p.Probe != nil {
+		return p.Probe
+	}
+	return ProbePrompt()
+}
+
+// RetentionTemplate returns the retention judge's prompt in use.
+func (p Prompts) RetentionTemplate() *prompt.Template {
+	if p.Retention != nil {
+		return p.Retention
+	}
+	return RetentionPrompt()
+}
+
+// Check refuses a template given for the wrong prompt.
+func (p Prompts) Check() error {
+	if p.Probe != nil && p.Probe.Name() != "compint_probe" {
+		return fmt.Errorf("the probe prompt was given a template for the %s prompt", p.Probe.Name())
+	}
+	if p.Retention != nil && p.Retention.Name() != "compint_retention" {
+		return fmt.Errorf("the retention prompt was given a template for the %s prompt", p.Retention.Name())
+	}
+	return nil
+}
+
+// ProbeSpec declares the compliance question for a user's template that
+// replaces it (stages.compint.prompts.probe in the config): a single user
+// message rendered with .Probe (the user's request) and the options .A and
+// .B, all of which it must show. Which option honours the constraint is
+// what is measured, so it is withheld; the answer's form (one letter) is
+// ac3's.
+func ProbeSpec() prompt.Spec {
+	hidden := "which option honours the constraint is what the question measures; a prompt that gives it away measures nothing"
+	return prompt.Spec{Name: "compint_probe", Data: reflect.TypeFor[MCQ](), Needs: []string{"Probe", "A", "B"},
+		Withheld: map[string]string{"Compliant": hidden, "Order": hidden}, UserOnly: true}
 }
 
 // ErrNotAChoice is returned (wrapped) by MCQ.Parse for an answer that is not
@@ -216,6 +270,11 @@ func normText(s string) string {
 // the instance chosen by UpperBoundBase. ProbeMessages returns an error
 // when ctx does not end with the probe. ctx is not modified.
 func ProbeMessages(ctx []conv.Message, sc SC, g Group, f Framing, order Order) ([]conv.Message, MCQ, error) {
+	return Prompts{}.ProbeMessages(ctx, sc, g, f, order)
+}
+
+// ProbeMessages is the package's ProbeMessages with p's probe prompt.
+func (p Prompts) ProbeMessages(ctx []conv.Message, sc SC, g Group, f Framing, order Order) ([]conv.Message, MCQ, error) {
 	q, err := NewMCQ(sc, order)
 	if err != nil {
 		return nil, MCQ{}, err
@@ -224,7 +283,7 @@ func ProbeMessages(ctx []conv.Message, sc SC, g Group, f Framing, order Order) (
 	if err != nil {
 		return nil, MCQ{}, fmt.Errorf("forming the %s probe of SC %d: %w", g, sc.ID, err)
 	}
-	text, err := q.Prompt()
+	text, err := q.render(p.ProbeTemplate())
 	if err != nil {
 		return nil, MCQ{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -38,13 +39,30 @@ type retentionData struct {
 // RetentionContext). The Tagger's nonce is derived from the SC and every
 // message, so a verdict pasted into the context cannot pose as the judge's.
 func RetentionMessages(sc SC, context []conv.Message) ([]conv.Message, parse.Tagger, error) {
+	return Prompts{}.RetentionMessages(sc, context)
+}
+
+// RetentionSpec declares the retention judge's prompt for a user's template
+// that replaces it (stages.compint.prompts.retention in the config): it is
+// rendered with .Constraint (the SC as written), .Context (the messages a
+// strategy kept), which it must show, and .Nonce; the answer's form (YES or
+// NO in a tagged block) is ac3's.
+func RetentionSpec() prompt.Spec {
+	return prompt.Spec{Name: "compint_retention", Data: reflect.TypeFor[retentionData](), Needs: []string{"Constraint", "Context"}, Contract: []string{"Open", "Close"}}
+}
+
+// RetentionMessages is the package's RetentionMessages with p's retention
+// prompt.
+func (p Prompts) RetentionMessages(sc SC, context []conv.Message) ([]conv.Message, parse.Tagger, error) {
 	parts := []string{"compint retention", sc.Text}
 	for _, m := range context {
 		parts = append(parts, string(m.Role), m.Content)
 	}
 	tg := parse.NewTagger(parts...)
 	d := retentionData{Nonce: tg.Nonce(), Open: tg.Open(retentionTag), Close: tg.Close(retentionTag), Constraint: sc.Text, Context: context}
-	msgs, err := RetentionPrompt().Render(d)
+	contract := "Reply with one tagged block holding only the word YES or the word NO, exactly like one of these:\n" +
+		d.Open + "YES" + d.Close + "\n" + d.Open + "NO" + d.Close
+	msgs, err := p.RetentionTemplate().RenderAnswer(d, contract)
 	if err != nil {
 		return nil, tg, fmt.Errorf("rendering the retention prompt for SC %d: %w", sc.ID, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline"
@@ -18,6 +19,16 @@ var promptText []byte
 
 // Prompt returns the parsed constraints prompt.
 func Prompt() *prompt.Template { return prompt.MustParse("constraints", promptText) }
+
+// PromptSpec declares the constraints prompt for a user's template that
+// replaces it (LLM.Template; stages.constraints.prompts.constraints in the
+// config): it is rendered with the turn's user message (.User, which it
+// must show), the assistant message before it (.PrevAssistant), the
+// registry so far (.Registry), .Turn and .Nonce; the answer's form is
+// ac3's.
+func PromptSpec() prompt.Spec {
+	return prompt.Spec{Name: "constraints", Data: reflect.TypeFor[promptData](), Needs: []string{"User"}, Contract: []string{"Answer", "JSON"}}
+}
 
 type wireConstraint struct {
 	Text     string `json:"text" parse:"required"`
@@ -52,7 +63,7 @@ func render(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
 	tg := parse.NewTagger(parts...)
 	d.Nonce = tg.Nonce()
 	d.Answer, d.JSON = annotator.AnswerForm[wire](StageName).Layout(a.Output, tg), a.Output == parse.JSONSchema
-	msgs, err := a.Prompt().Render(d)
+	msgs, err := a.Prompt().RenderAnswer(d, annotator.Contract(d.JSON, d.Answer))
 	return msgs, tg, err
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/prompt"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 // Options choose the stage's annotators; each is one variant.
@@ -26,6 +28,9 @@ func NewStage(o Options) (*Stage, error) {
 	if !o.Heuristic && o.LLM == nil {
 		return nil, errors.New("creating constraints stage: no annotator chosen")
 	}
+	if err := annotator.CheckPrompt((*annotator.LLM)(o.LLM), "constraints"); err != nil {
+		return nil, fmt.Errorf("creating constraints stage: %w", err)
+	}
 	s := &Stage{llm: o.LLM}
 	if o.Heuristic {
 		s.heur = NewHeuristic()
@@ -38,6 +43,15 @@ func NewStage(o Options) (*Stage, error) {
 
 // Name implements pipeline.Stage.
 func (s *Stage) Name() string { return StageName }
+
+// Prompts returns the prompt the llm extractor renders (none for the
+// heuristic alone), for the run to say which one is in use.
+func (s *Stage) Prompts() []*prompt.Template {
+	if s.llm == nil {
+		return nil
+	}
+	return []*prompt.Template{s.llm.core().Prompt()}
+}
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant {

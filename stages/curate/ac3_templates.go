@@ -121,6 +121,7 @@ type form struct {
 	reset   ResetTemplate
 	rewrite analyze.RewriteVariant
 	replay  Replay
+	texts   Texts
 }
 
 // formOf reads and checks the operator settings of opts, defaults filled in.
@@ -136,6 +137,10 @@ func formOf(opts Options) (form, error) {
 	if f.replay, err = ParseReplay(string(opts.Replay)); err != nil {
 		return f, err
 	}
+	if err := opts.Texts.check(f); err != nil {
+		return f, err
+	}
+	f.texts = opts.Texts
 	return f, nil
 }
 
@@ -153,13 +158,14 @@ func (f form) version(op string, an *analyze.Analyzer) string {
 	if op != OpAugment && f.replay != ReplayContinue {
 		v += ";replay=" + string(f.replay)
 	}
-	return v
+	return v + f.textVersion(op)
 }
 
 // replacement builds the context an operator puts in place of the history
 // before turn tr: head (the system message, if any), the replacement, then
 // u_t. text is the rewrite's context for rewrite and unused for the resets.
-func (f form) replacement(op string, c *conv.Conversation, head []Part, a analyze.Analysis, text string, tr conv.Turn) []Part {
+// It fails only when a user's text template does not render.
+func (f form) replacement(op string, c *conv.Conversation, head []Part, a analyze.Analysis, text string, tr conv.Turn) ([]Part, error) {
 	u := MessagePart(tr.User)
 	switch {
 	case op == OpRewrite && f.rewrite == analyze.RewritePaper:
@@ -168,14 +174,18 @@ func (f form) replacement(op string, c *conv.Conversation, head []Part, a analyz
 		// empty one means the model kept nothing: u_t alone follows head.
 		parts := append(make([]Part, 0, len(head)+2), head...)
 		if text = strings.TrimSpace(text); text == "" {
-			return append(parts, u)
+			return append(parts, u), nil
 		}
 		u.Join = true
-		return append(parts, TextPart(conv.User, text), u)
+		return append(parts, TextPart(conv.User, text), u), nil
 	case op == OpRewrite:
+		framed, err := f.rewriteText(text)
+		if err != nil {
+			return nil, err
+		}
 		parts := append(make([]Part, 0, len(head)+2), head...)
 		u.Join = true
-		return append(parts, TextPart(conv.User, RewriteText(text)), u)
+		return append(parts, TextPart(conv.User, framed), u), nil
 	case f.reset == ResetWildChat:
 		note := TextPart(conv.System, WildChatIssuesNote(a.Issues))
 		parts := make([]Part, 0, 5)
@@ -186,10 +196,14 @@ func (f form) replacement(op string, c *conv.Conversation, head []Part, a analyz
 		return append(parts, note,
 			TextPart(conv.User, WildChatResetText(a.Spec, a.Aligned)),
 			TextPart(conv.Assistant, WildChatAck),
-			u)
+			u), nil
 	default:
+		reset, err := f.resetText(a)
+		if err != nil {
+			return nil, err
+		}
 		parts := append(make([]Part, 0, len(head)+2), head...)
 		u.Join = true
-		return append(parts, TextPart(conv.User, ResetText(a.Spec, a.Aligned)), u)
+		return append(parts, TextPart(conv.User, reset), u), nil
 	}
 }

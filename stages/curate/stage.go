@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/analyze"
 )
@@ -93,6 +94,41 @@ func (s *Stage) ModelWindow() int {
 		}
 	}
 	return n
+}
+
+// Prompts returns the prompts of the analyzers the strategies call and
+// the users' templates of the operators' texts (none when every strategy
+// is deterministic), for the run to say which ones are in use.
+func (s *Stage) Prompts() []*prompt.Template {
+	var out []*prompt.Template
+	seen := map[*analyze.Analyzer]bool{}
+	for _, st := range s.order {
+		if an := analyzerOf(st); an != nil && !seen[an] {
+			seen[an] = true
+			out = append(out, an.Prompts()...)
+		}
+		if f, ok := formOfStrategy(st); ok {
+			for _, t := range []*prompt.Template{f.texts.Reset, f.texts.Augment, f.texts.RewriteFrame} {
+				if t != nil {
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// formOfStrategy returns the form of an AC3 operator's texts.
+func formOfStrategy(st Strategy) (form, bool) {
+	switch v := st.(type) {
+	case *constraintsOverlay:
+		return formOfStrategy(v.inner)
+	case *Operator:
+		return v.form, true
+	case *onlineOperator:
+		return v.form, true
+	}
+	return form{}, false
 }
 
 // analyzerOf returns the analyzer a strategy calls, nil for one that calls

@@ -77,6 +77,9 @@ type Options struct {
 	// Memory is the cheatsheet step 2 of the analysis receives (offline
 	// regime); zero for none.
 	Memory Memory
+	// Texts replace the AC3 operators' fixed texts (the reset template,
+	// augment's note, the rewrite's frame) with users' templates.
+	Texts Texts
 }
 
 // Names lists the deterministic strategies, the ones ByName builds.

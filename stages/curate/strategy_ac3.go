@@ -212,7 +212,11 @@ func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int,
 			switch {
 			case s.op == OpAugment:
 				parts = current(tr)
-				extra := TextPart(conv.User, AugmentText(a))
+				note, err := s.form.augmentText(a)
+				if err != nil {
+					return out, err
+				}
+				extra := TextPart(conv.User, note)
 				extra.Join = true
 				parts = append(parts, extra)
 				info.Action, info.GateOpen = ActionAugment, true
@@ -232,11 +236,16 @@ func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int,
 					}
 					return out, err
 				}
-				parts = s.form.replacement(s.op, c, head, a, text, tr)
+				if parts, err = s.form.replacement(s.op, c, head, a, text, tr); err != nil {
+					return out, err
+				}
 				fallthrough
 			default: // reset, gated-reset
 				if parts == nil {
-					parts = s.form.replacement(s.op, c, head, a, "", tr)
+					var err error
+					if parts, err = s.form.replacement(s.op, c, head, a, "", tr); err != nil {
+						return out, err
+					}
 				}
 				resets++
 				if s.form.replay == ReplayContinue {

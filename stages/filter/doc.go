@@ -9,12 +9,19 @@
 // funnel. Deduplication and sampling live elsewhere (ingest and the
 // pipeline); ReasonDuplicate is defined here only so all reasons share a list.
 //
-// Language. Options.Languages is compared, ignoring case, with the format's
-// language field, as WildChat's "English"; ISO 639 codes are mapped to those
-// names. Formats without the field leave conv.Conversation.Language empty;
-// for them the filter does not apply under the default UnknownKeep policy
-// (Check keeps them) and LanguageKnown lets the caller count how many there
-// were, so the report can say that they went through unchecked.
+// Language. Options.Languages is compared, ignoring case, with the
+// conversation's language, named as WildChat's field names it ("English");
+// ISO 639 codes are mapped to those names. Where the input has the field
+// (WildChat) it is used as it is; where it has none (ShareGPT, OpenAI chat,
+// LiC) Label identifies the language of the user turns with a trigram
+// language identifier (whatlanggo; see Identify and Options.IdentifyLanguage
+// for what it reads and when) and records that it did, with the detector
+// and its confidence, on the conversation. Apply labels and checks in one
+// call, for ingest, convert and the dry run alike. A conversation whose
+// language stays unknown (no user text with letters in it, or
+// IdentifyNever) passes the filter under the default UnknownKeep policy,
+// and LanguageKnown lets the caller count how many there were, so the
+// report can say that they went through unchecked.
 //
 // Domains. Keywords are matched in user messages only, ignoring ASCII case,
 // at word boundaries: "cell" does not match "excellent" or "cellular", and
@@ -38,4 +45,11 @@
 // once with two table loads and stops at the first wanted domain. Check does
 // not allocate. Classify scans everything and returns all matching domains,
 // for metadata.
+//
+// Near duplicates. Near computes what ingest --dedupe near needs: a MinHash
+// signature of a conversation's user turns (word shingles, 128 minimums,
+// github.com/dgryski/go-minhash over xxh3) and its LSH band keys; Similarity
+// estimates the Jaccard similarity of two signatures. The index that finds
+// candidates is in the run file (pipeline/ledger), so that its memory does
+// not grow with the run; see NearOptions for the defaults and why.
 package filter

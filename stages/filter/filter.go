@@ -67,9 +67,14 @@ type Options struct {
 	// included) longer than this many bytes; 0 means no limit.
 	MaxMessageBytes int
 	// UnknownLanguage says what to do, when Languages is set, with a
-	// conversation whose format has no language field: UnknownKeep (the
-	// default, also for "") or UnknownDrop.
+	// conversation whose language is not known, neither from its input
+	// nor from identification: UnknownKeep (the default, also for "") or
+	// UnknownDrop.
 	UnknownLanguage string
+	// IdentifyLanguage says which conversations get their language from the
+	// language identifier (see Label): IdentifyAuto (the default, also for
+	// ""), IdentifyMissing, IdentifyAlways or IdentifyNever.
+	IdentifyLanguage string
 }
 
 // FieldError is an invalid option. Field is the Options field name, so the
@@ -120,6 +125,9 @@ func (o Options) Validate() error {
 	default:
 		bad("UnknownLanguage", "%q is not %q or %q", o.UnknownLanguage, UnknownKeep, UnknownDrop)
 	}
+	if _, ok := identifyPolicy(o.IdentifyLanguage); !ok {
+		bad("IdentifyLanguage", "%s", identifyError(o.IdentifyLanguage))
+	}
 	return errors.Join(errs...)
 }
 
@@ -134,6 +142,7 @@ type Filter struct {
 	dropRedacted bool
 	maxBytes     int
 	domains      uint8 // one bit per wanted domain; 0 means no domain filter
+	identify     string
 }
 
 // New validates opts and builds a Filter. The keyword automaton is compiled
@@ -150,6 +159,7 @@ func New(opts Options) (*Filter, error) {
 		dropRedacted: opts.DropRedacted,
 		maxBytes:     opts.MaxMessageBytes,
 	}
+	f.identify, _ = identifyPolicy(opts.IdentifyLanguage)
 	for _, l := range opts.Languages {
 		for _, s := range spellings(languageName(l)) {
 			if !containsFold(f.langs, s) {

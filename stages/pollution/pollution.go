@@ -70,6 +70,13 @@ var promptText []byte
 // Prompt returns the parsed pollution prompt.
 func Prompt() *prompt.Template { return prompt.MustParse("pollution", promptText) }
 
+// PromptSpec declares the pollution prompt for a user's template that
+// replaces it (LLM.Template; stages.pollution.prompts.pollution in the
+// config): it is rendered with an annotator.Transcript of C_t followed by
+// the reply to review, tagged "now", and must show .Messages; the answer's
+// form is ac3's.
+func PromptSpec() prompt.Spec { return annotator.TranscriptSpec("pollution") }
+
 // OriginDataset marks replies taken from the conversation itself.
 const OriginDataset = "dataset"
 
@@ -255,6 +262,9 @@ func New(a *LLM, opts Options) (*Stage, error) {
 	if a == nil || a.Client == nil {
 		return nil, errors.New("creating pollution stage: it needs a model client")
 	}
+	if err := annotator.CheckPrompt((*annotator.LLM)(a), "pollution"); err != nil {
+		return nil, fmt.Errorf("creating pollution stage: %w", err)
+	}
 	a.core()
 	s := &Stage{llm: a, opts: opts, responses: map[string]string{}}
 	if opts.Dataset {
@@ -280,6 +290,10 @@ func New(a *LLM, opts Options) (*Stage, error) {
 
 // Name implements pipeline.Stage.
 func (s *Stage) Name() string { return StageName }
+
+// Prompts returns the prompt the stage renders, for the run to say which
+// one is in use.
+func (s *Stage) Prompts() []*prompt.Template { return []*prompt.Template{s.llm.core().Prompt()} }
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant { return s.variants }

@@ -350,6 +350,8 @@ type Server struct {
 	nextID    int
 
 	conns atomic.Uint64 // connections accepted so far
+	// requests counts every HTTP request, of any path, refused or not.
+	requests atomic.Int64
 }
 
 // TB is the part of testing.TB a Server needs; *testing.T and *testing.B
@@ -378,7 +380,10 @@ func New(tb TB, opts Options) *Server {
 	mux.HandleFunc("POST /v1/chat/completions", s.handle)
 	mux.HandleFunc("POST /chat/completions", s.handle)
 	s.routeBatch(mux)
-	s.srv = httptest.NewUnstartedServer(mux)
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		mux.ServeHTTP(w, r)
+	}))
 	s.srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
 		return context.WithValue(ctx, connKey{}, s.conns.Add(1))
 	}
@@ -438,7 +443,12 @@ func (s *Server) Calls() []Call {
 	return slices.Clone(s.calls)
 }
 
-// Count reports how many requests arrived.
+// Requests reports how many HTTP requests reached the server: chat
+// requests, the batch API's, and those of any other path, whether answered
+// or refused. A test that must show nothing was sent checks it is 0.
+func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Count reports how many chat requests arrived, online or as batch lines.
 func (s *Server) Count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -21,6 +21,8 @@ type compintConfig struct {
 	MinDenominator float64  `yaml:"min_denominator"`
 	Encoding       string   `yaml:"encoding"`
 	Parallel       int      `yaml:"parallel"`
+	// Prompts is read by loadPrompts.
+	Prompts map[string]string `yaml:"prompts"`
 }
 
 // CompInt reads stages.compint (nil when absent). Unknown keys are errors:
@@ -44,5 +46,6 @@ func (c *File) CompInt() (*run.CompInt, error) {
 	}
 	return &run.CompInt{SCs: x.SCs, TargetTokens: x.TargetTokens, MaxContexts: x.MaxContexts, Locations: x.Locations,
 		Framings: x.Framings, Repeat: x.Repeat, Strategies: x.Strategies, Orders: x.Orders, JudgeRole: x.JudgeRole,
-		ProbeRole: x.ProbeRole, MinDenominator: x.MinDenominator, Encoding: x.Encoding, Parallel: x.Parallel}, nil
+		ProbeRole: x.ProbeRole, MinDenominator: x.MinDenominator, Encoding: x.Encoding, Parallel: x.Parallel,
+		Prompts: c.compintPrompts()}, nil
 }

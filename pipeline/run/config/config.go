@@ -25,6 +25,7 @@ import (
 	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/judge/report"
 	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/pipeline/run"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
@@ -51,16 +52,19 @@ type File struct {
 		Format       string   `yaml:"format"`
 		MaxLineBytes int      `yaml:"max_line_bytes"`
 		Filter       struct {
-			Language        []string `yaml:"language"`
-			UnknownLanguage string   `yaml:"unknown_language"`
-			UserTurns       struct {
+			Language         []string `yaml:"language"`
+			UnknownLanguage  string   `yaml:"unknown_language"`
+			IdentifyLanguage string   `yaml:"identify_language"`
+			UserTurns        struct {
 				Min int `yaml:"min"`
 				Max int `yaml:"max"`
 			} `yaml:"user_turns"`
 			Domains         []string `yaml:"domains"`
 			DropToxic       bool     `yaml:"drop_toxic"`
 			DropRedacted    bool     `yaml:"drop_redacted"`
-			Dedupe          bool     `yaml:"dedupe"`
+			Dedupe          dedupe   `yaml:"dedupe"` // true (exact), near or false
+			NearThreshold   float64  `yaml:"near_threshold"`
+			NearShingle     int      `yaml:"near_shingle"`
 			MaxMessageBytes int      `yaml:"max_message_bytes"`
 		} `yaml:"filter"`
 	} `yaml:"input"`
@@ -76,6 +80,9 @@ type File struct {
 	LiCSection yaml.Node `yaml:"lic"`
 	base       string
 	path       string // the file, named in errors found after Load
+	// prompts are the users' templates the stage sections' "prompts:"
+	// maps name, checked at load (prompts.go), by section and name.
+	prompts map[string]map[string]*prompt.Template
 }
 
 // inFile names the config file in an error found in one of its sections.
@@ -110,10 +117,13 @@ type curateConfig struct {
 }
 
 // endpointConfig is one OpenAI-compatible server. The key is never in the
-// file: api_key_env names the variable that holds it.
+// file: api_key_env names the variable that holds it, and a command that
+// calls the endpoint refuses to start while that variable is unset or
+// empty. An endpoint without api_key_env needs no key (see keys.go).
 type endpointConfig struct {
 	BaseURL        string            `yaml:"base_url"`
 	APIKeyEnv      string            `yaml:"api_key_env"`
+	keyLine        int               // the line of api_key_env, for errors; 0 when unknown
 	APIKeyHeader   string            `yaml:"api_key_header"`
 	Headers        map[string]string `yaml:"headers"`
 	Query          map[string]string `yaml:"query"`
@@ -211,10 +221,14 @@ func load(raw []byte, path string, getenv func(string) string) (*File, error) {
 		files = append(files, matches...)
 	}
 	cfg.Input.Files = files
+	cfg.keyLines(&doc)
 	for i := range cfg.Export {
 		cfg.Export[i].Out = rel(cfg.Export[i].Out)
 	}
 	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := cfg.loadPrompts(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return &cfg, nil
@@ -233,6 +247,9 @@ func (c *File) validate() error {
 		}
 	}
 	if err := c.checkRun(); err != nil {
+		return err
+	}
+	if err := c.checkNear(); err != nil {
 		return err
 	}
 	if err := run.ValidShardLimits(c.Run.ShardLimits); err != nil {
@@ -262,6 +279,9 @@ func (c *File) validate() error {
 	for name, ep := range c.Endpoints {
 		if ep.BaseURL == "" {
 			return fmt.Errorf("endpoints.%s.base_url: required", name)
+		}
+		if err := ep.checkKeyVar(name); err != nil {
+			return err
 		}
 		if ep.Timeout != "" {
 			if _, err := time.ParseDuration(ep.Timeout); err != nil {
@@ -300,6 +320,8 @@ var FilterKeys = map[string]string{
 	"Languages": "input.filter.language", "UnknownLanguage": "input.filter.unknown_language",
 	"MinUserTurns": "input.filter.user_turns.min", "MaxUserTurns": "input.filter.user_turns.max",
 	"Domains": "input.filter.domains", "MaxMessageBytes": "input.filter.max_message_bytes",
+	"NearThreshold": "input.filter.near_threshold", "NearShingleWords": "input.filter.near_shingle",
+	"IdentifyLanguage": "input.filter.identify_language",
 }
 
 func (c *File) filter() run.Filter {
@@ -308,7 +330,8 @@ func (c *File) filter() run.Filter {
 		Languages: f.Language, UnknownLanguage: f.UnknownLanguage,
 		MinUserTurns: f.UserTurns.Min, MaxUserTurns: f.UserTurns.Max,
 		Domains: f.Domains, DropToxic: f.DropToxic, DropRedacted: f.DropRedacted,
-		Dedupe: f.Dedupe, MaxMessageBytes: f.MaxMessageBytes,
+		Dedupe: f.Dedupe != dedupeOff, Near: c.near(), MaxMessageBytes: f.MaxMessageBytes,
+		IdentifyLanguage: f.IdentifyLanguage,
 	}
 }
 
@@ -325,7 +348,8 @@ func decodeSection[T any](n yaml.Node, path string) (v T, ok bool, err error) {
 // no model) or llm.
 func annotatorOf(n yaml.Node, path string) (string, error) {
 	s, ok, err := decodeSection[struct {
-		Annotator string `yaml:"annotator"`
+		Annotator string            `yaml:"annotator"`
+		Prompts   map[string]string `yaml:"prompts"` // read by loadPrompts
 	}](n, path)
 	switch {
 	case err != nil || !ok:
@@ -351,6 +375,7 @@ func (c *File) Annotate() (a run.Annotate, notes []string, err error) {
 	if err != nil {
 		return a, nil, err
 	}
+	a.Prompts = c.annotatePrompts()
 	if refs != "" && a.Classify != "" && a.Classify != refs {
 		return a, nil, fmt.Errorf("stages.refs.annotator: %q, but refs come from the classify call, which uses %q; make them the same", refs, a.Classify)
 	}
@@ -428,6 +453,9 @@ func (c *File) WithJudge(a run.Judge) (run.Judge, error) {
 		return a, c.inFile(err)
 	}
 	a.Pairs, a.Order, a.Context, a.Role = orList(a.Pairs, jc.Pairs), cmp.Or(a.Order, jc.Order), cmp.Or(a.Context, jc.Context), cmp.Or(a.Role, jc.Role)
+	if a.Prompt == nil {
+		a.Prompt = jc.Prompt
+	}
 	if jc.Parallel > 0 {
 		a.Parallel = jc.Parallel
 	}
@@ -450,6 +478,8 @@ func (c *File) Judge() (*run.Judge, error) {
 		Context    string   `yaml:"context"`
 		Role       string   `yaml:"role"`
 		Parallel   int      `yaml:"parallel"`
+		// Prompts is read by loadPrompts.
+		Prompts map[string]string `yaml:"prompts"`
 	}](c.Stages.Judge, "stages.judge")
 	if err != nil || !ok {
 		return nil, err
@@ -459,7 +489,8 @@ func (c *File) Judge() (*run.Judge, error) {
 			return nil, fmt.Errorf("stages.judge.dimensions: %q is not one of %s", d, strings.Join(judge.Dimensions(), ", "))
 		}
 	}
-	return &run.Judge{Pairs: jc.Pairs, Order: jc.Order, Context: jc.Context, Role: jc.Role, Parallel: jc.Parallel, Workers: c.Run.Workers, Window: c.Run.Window}, nil
+	return &run.Judge{Pairs: jc.Pairs, Order: jc.Order, Context: jc.Context, Role: jc.Role, Parallel: jc.Parallel, Workers: c.Run.Workers, Window: c.Run.Window,
+		Prompt: c.prompts["judge"]["pairwise"]}, nil
 }
 
 // Report reads the report section (nil when absent).
@@ -543,8 +574,7 @@ func (c *File) plan(getenv func(string) string) (run.Plan, []string, error) {
 	for _, x := range c.Export {
 		out := x.Out
 		if out == "" {
-			ext := strings.ReplaceAll(x.Format, "jsonl-zst", "jsonl.zst")
-			out = filepath.Join(c.Run.Out, strings.ReplaceAll(x.What, " ", "_")+"."+ext)
+			out = filepath.Join(c.Run.Out, run.ExportFileName(x.What, x.Format))
 		}
 		p.Exports = append(p.Exports, run.Export{What: x.What, Format: x.Format, Out: out})
 	}
@@ -594,6 +624,7 @@ type ac3Config struct {
 	}
 	AnalyzerRetries int
 	Ablation        string
+	Prompts         map[string]string // read by loadPrompts
 	fidelityConfig
 }
 
@@ -607,7 +638,7 @@ func (cfg *File) AC3() (run.AC3, error) {
 	known := map[string]any{
 		"gated_reset": &ac.GatedReset, "reset": &ac.Reset, "rewrite": &ac.Rewrite, "augment": &ac.Augment,
 		"adaptive": &ac.Adaptive, "memory": &ac.Memory, "constraints": &ac.Constraints, "classify": &ac.Classify,
-		"analyzer_retries": &ac.AnalyzerRetries, "ablation": &ac.Ablation,
+		"analyzer_retries": &ac.AnalyzerRetries, "ablation": &ac.Ablation, "prompts": &ac.Prompts,
 	}
 	ac.fidelityConfig.keys(known)
 	for _, k := range slices.Sorted(maps.Keys(cfg.Stages.Curate.Extra)) {
@@ -650,6 +681,7 @@ func (cfg *File) AC3() (run.AC3, error) {
 		s.ClassifyVariant = ac.Classify.Variant
 	}
 	s.Retries = ac.AnalyzerRetries
+	s.Prompts, s.Texts = cfg.analyzerPrompts("curate"), cfg.curateTexts("curate")
 	ab, err := analyze.ParseAblation(ac.Ablation)
 	if err != nil {
 		return s, fmt.Errorf("stages.curate.ablation: %w", err)
@@ -731,6 +763,7 @@ func Model(cfg *File, getenv func(string) string, noCache bool, budget float64) 
 		}
 		if ec.APIKeyEnv != "" {
 			ep.APIKey = llm.Secret(getenv(ec.APIKeyEnv))
+			ep.APIKeyFrom = cfg.keyFrom(mc.Endpoint, ec)
 		}
 		ep.Timeout, _ = time.ParseDuration(ec.Timeout) // validated at load
 		opts.Endpoints = append(opts.Endpoints, ep)

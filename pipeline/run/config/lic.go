@@ -33,6 +33,7 @@ import (
 //	  operators: {gated_reset: {floor: 2, cap: 3}}   # stages.curate's AC3 keys
 //	  grade: {db_dir: "", fillings: 8, seed: 1, allow_code_exec: false, code_tests: all, exec_timeout: 30s, query_timeout: 10s}
 //	  out: runs/lic/         # accuracy.md and accuracy.json (default run.out)
+//	  prompts: {user_sim: my-user.tmpl}   # users' templates: user_sim, respondent, fn_check, and curate's
 type licConfig struct {
 	Replicates  int                  `yaml:"replicates"`
 	Mode        string               `yaml:"mode"`
@@ -47,6 +48,7 @@ type licConfig struct {
 	Reruns      int                  `yaml:"reruns"`
 	Encoding    string               `yaml:"encoding"`
 	Operators   map[string]yaml.Node `yaml:"operators"`
+	Prompts     map[string]string    `yaml:"prompts"` // read by loadPrompts
 	Grade       struct {
 		DBDir         string `yaml:"db_dir"`
 		Fillings      int    `yaml:"fillings"`
@@ -87,6 +89,7 @@ func (c *File) LiC(base string) (*run.LiC, error) {
 	if err != nil {
 		return nil, errors.New(strings.ReplaceAll(err.Error(), "stages.curate.", "lic.operators."))
 	}
+	ac.Prompts, ac.Texts = c.analyzerPrompts("lic"), c.curateTexts("lic")
 	g := grade.Options{
 		DBDir: rel(lc.Grade.DBDir), Fillings: lc.Grade.Fillings, Seed: lc.Grade.Seed, AllowExec: lc.Grade.AllowCodeExec,
 		KeepDistinct: lc.Grade.KeepDistinct, NoPlugValues: lc.Grade.NoPlugValues,
@@ -113,6 +116,6 @@ func (c *File) LiC(base string) (*run.LiC, error) {
 		Replicates: lc.Replicates, Mode: lc.Mode, UserRole: lc.UserRole, Respondent: lc.Respondent,
 		MinFailures: lc.MinFailures, MaxPerTask: lc.MaxPerTask, FNCheck: lc.FNCheck, FNRole: lc.FNRole,
 		Strategies: lc.Strategies, LastTurns: lc.LastTurns, Reruns: lc.Reruns, Encoding: lc.Encoding,
-		AC3: ac, Grade: g, Workers: c.Run.Workers, Out: cmp.Or(rel(lc.Out), c.Run.Out),
+		AC3: ac, Grade: g, Workers: c.Run.Workers, Out: cmp.Or(rel(lc.Out), c.Run.Out), Prompts: c.licPrompts(),
 	}, nil
 }

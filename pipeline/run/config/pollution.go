@@ -22,6 +22,8 @@ type pollutionConfig struct {
 	On         []string `yaml:"on"`
 	Strategies []string `yaml:"strategies"`
 	Samples    int      `yaml:"samples"`
+	// Prompts is read by loadPrompts.
+	Prompts map[string]string `yaml:"prompts"`
 
 	dataset, generated bool
 }
@@ -62,5 +64,6 @@ func (c *File) Replies() (*run.ReviewReplies, error) {
 	if err != nil || !ok || !p.generated {
 		return nil, err
 	}
-	return &run.ReviewReplies{Strategies: p.Strategies, Samples: p.Samples, Dataset: p.dataset, Workers: c.Run.Workers}, nil
+	return &run.ReviewReplies{Strategies: p.Strategies, Samples: p.Samples, Dataset: p.dataset, Workers: c.Run.Workers,
+		Prompt: c.prompts["pollution"]["pollution"]}, nil
 }

@@ -23,18 +23,18 @@ func TestMisspeltOrMistypedSettings(t *testing.T) {
 	}{
 		{"top level", "strategies: [fc]\n", "line 8: strategies: unknown setting (known: batch, endpoints, export, input, lic, models, report, roles, run, stages)"},
 		{"run", "stages: {}\nrun2: {}\n", "line 9: run2: unknown setting"},
-		{"input filter", "input:\n  files: [a.jsonl]\n  filter: {min_turns: 2}\n", "line 10: input.filter.min_turns: unknown setting (known: dedupe, domains, drop_redacted, drop_toxic, language, max_message_bytes, unknown_language, user_turns)"},
-		{"classify", "stages:\n  classify: {annotatr: llm}\n", "line 9: stages.classify.annotatr: unknown setting (known: annotator)"},
+		{"input filter", "input:\n  files: [a.jsonl]\n  filter: {min_turns: 2}\n", "line 10: input.filter.min_turns: unknown setting (known: dedupe, domains, drop_redacted, drop_toxic, identify_language, language, max_message_bytes, near_shingle, near_threshold, unknown_language, user_turns)"},
+		{"classify", "stages:\n  classify: {annotatr: llm}\n", "line 9: stages.classify.annotatr: unknown setting (known: annotator, prompts)"},
 		{"judge", "stages:\n  judge:\n    pairs: [fc:ao]\n\n    # both orders\n    ordr: both\n", "line 13: stages.judge.ordr: unknown setting"},
 		{"gated reset", "stages:\n  curate:\n    strategies: [gated-reset]\n    gated_reset: {flor: 1}\n", "line 11: stages.curate.gated_reset.flor: unknown setting (known: cap, floor)"},
 		{"report", "report:\n  bootstrap: {resamples: 10, clustr: conversation}\n", "line 9: report.bootstrap.clustr: unknown setting (known: cluster, resamples)"},
-		{"curate", "stages:\n  curate:\n    strategies: [fc]\n    from_trun: 3\n", "line 11: stages.curate.from_trun: unknown setting (known: ablation, adaptive, analyzer_retries, ao, augment, classify, constraints, encoding, from_turn, gated_reset, last_turns, memory, on, replay, reset, reset_template, rewrite, rewrite_variant, strategies)"},
+		{"curate", "stages:\n  curate:\n    strategies: [fc]\n    from_trun: 3\n", "line 11: stages.curate.from_trun: unknown setting (known: ablation, adaptive, analyzer_retries, ao, augment, classify, constraints, encoding, from_turn, gated_reset, last_turns, memory, on, prompts, replay, reset, reset_template, rewrite, rewrite_variant, strategies)"},
 		{"respond", "stages:\n  respond: {strategies: [fc], sample: 2}\n", "line 9: stages.respond.sample: unknown setting"},
 		{"compint", "stages:\n  compint: {target_token: 100}\n", "line 9: stages.compint.target_token: unknown setting"},
 		{"a list expected", "stages:\n  respond: {strategies: fc}\n", "line 9: stages.respond.strategies: `fc` where a list is expected"},
 		{"a number expected", "report: {min_n: lots}\n", "line 8: report.min_n: `lots` where a whole number is expected"},
 		{"a section expected", "stages:\n  judge: [fc]\n", "line 9: stages.judge: a list where a section of settings (key: value) is expected"},
-		{"true or false", "input: {filter: {dedupe: maybe}}\n", "line 8: input.filter.dedupe: `maybe` where true or false is expected"},
+		{"true or false", "input: {filter: {dedupe: maybe}}\n", "line 8: input.filter.dedupe: `maybe` where true, false, exact or near is expected"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := loadYAML(t, head+tc.body)

@@ -22,6 +22,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/parse"
+	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/stages/compint"
 	"github.com/ac3/ac3/stages/curate"
 )
@@ -82,6 +83,10 @@ type Options struct {
 	// Parallel bounds the calls one instance has in flight (0: only the
 	// engine's window and the endpoints' limits).
 	Parallel int
+	// Prompts replace the probe's and the retention judge's prompts with
+	// users' templates (nil fields keep ours); their versions go into every
+	// variant's.
+	Prompts compint.Prompts
 }
 
 // Stage is the CompInt measurement stage.
@@ -116,7 +121,10 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 	if opts.Retries <= 0 {
 		opts.Retries = 2
 	}
-	base := strings.Join([]string{version, compint.ProbePrompt().Version(), compint.RetentionPrompt().Version(),
+	if err := opts.Prompts.Check(); err != nil {
+		return nil, fmt.Errorf("compint: %w", err)
+	}
+	base := strings.Join([]string{version, opts.Prompts.ProbeTemplate().Version(), opts.Prompts.RetentionTemplate().Version(),
 		"orders=" + string(opts.Orders), "seed=" + strconv.FormatUint(opts.Seed, 10), "ub=" + string(opts.UpperBound),
 		"scs=" + opts.Set.Hash(), "probe=" + opts.ProbeSettings}, ";")
 	s := &Stage{client: client, units: units, opts: opts, curate: map[string]string{}}
@@ -141,6 +149,12 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 
 // Name implements pipeline.Stage.
 func (s *Stage) Name() string { return StageName }
+
+// Prompts returns the prompts the stage renders, for the run to say which
+// ones are in use.
+func (s *Stage) Prompts() []*prompt.Template {
+	return []*prompt.Template{s.opts.Prompts.ProbeTemplate(), s.opts.Prompts.RetentionTemplate()}
+}
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant { return s.variants }
@@ -250,7 +264,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		gi := len(st.out.Groups)
 		st.out.Groups = append(st.out.Groups, GroupResult{Group: g, Orders: orders, Choices: make([]compint.Choice, len(orders))})
 		for oi, o := range orders {
-			pm, q, err := compint.ProbeMessages(msgs, sc, g, meta.Framing, o)
+			pm, q, err := s.opts.Prompts.ProbeMessages(msgs, sc, g, meta.Framing, o)
 			if err != nil {
 				return err
 			}
@@ -308,7 +322,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		if err == nil {
 			var jm []conv.Message
 			var tg parse.Tagger
-			jm, tg, err = compint.RetentionMessages(sc, kept)
+			jm, tg, err = s.opts.Prompts.RetentionMessages(sc, kept)
 			if err == nil {
 				st.out.Retention = &Retention{Evidence: compint.MatchEvidence(sc.Text, kept)}
 				calls = append(calls, call{unit: u, group: -1, msgs: jm, tagger: tg})

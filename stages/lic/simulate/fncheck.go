@@ -13,6 +13,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/parse"
+	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/stages/lic/grade"
 )
 
@@ -53,7 +54,7 @@ func NewFNCheck(client *llm.Client, units UnitReader, sim *Stage, role, settings
 	if vs := sim.Variants(); len(vs) > 0 {
 		simV = fmt.Sprintf("%s*%d", vs[0].Version, len(vs))
 	}
-	h := promptHash(fnPrompt)
+	h := sim.opts.Prompts.fnVersion()
 	return &FNCheck{client: client, units: units, sim: sim, role: role,
 		variant: pipeline.Variant{Name: "check", Version: fmt.Sprintf("%s;role=%s/%s;prompt=%s;sim=%s", fnVersion, role, settings, h, promptHash(simV))}}
 }
@@ -75,6 +76,12 @@ func (v Verdict) Flagged() bool { return v.Checked && !v.Sufficient }
 
 // Name implements pipeline.Stage.
 func (f *FNCheck) Name() string { return FNStageName }
+
+// Prompts returns the user's template of the check, if any, for the run
+// to say which one is in use.
+func (f *FNCheck) Prompts() []*prompt.Template {
+	return []*prompt.Template{f.sim.opts.Prompts.FNCheck}
+}
 
 // Variants implements pipeline.Stage.
 func (f *FNCheck) Variants() []pipeline.Variant { return []pipeline.Variant{f.variant} }
@@ -128,8 +135,11 @@ func (f *FNCheck) check(ctx context.Context, t pipeline.Task, trs []Trajectory, 
 		return v, u, nil
 	}
 	in, _ := instanceOf(t.Conv)
-	req := llm.Request{Role: f.role, Stage: FNStageName, JSON: true, Reroll: t.Retry * 3,
-		Messages: []conv.Message{{Role: conv.System, Content: fnPrompt}, {Role: conv.User, Content: fnInput(in, trace)}}}
+	msgs, err := f.sim.opts.Prompts.fnMessages(in, trace)
+	if err != nil {
+		return v, u, err
+	}
+	req := llm.Request{Role: f.role, Stage: FNStageName, JSON: true, Reroll: t.Retry * 3, Messages: msgs}
 	type answer struct {
 		Sufficient *bool  `json:"sufficient"`
 		Reason     string `json:"reason"`

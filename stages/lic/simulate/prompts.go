@@ -14,24 +14,37 @@ import (
 // contract the grader relies on, as the AC3 paper's v2 prompts add to
 // LiC's: a fixed answer prefix for math, one top-level function in one
 // fenced block for code, one fenced sql block for database, and every
-// call needed so far, repeated each turn, for actions.
-var systemPrompts = map[string]string{
-	grade.TaskMath: `You help a user solve a grade-school math word problem. The user may give the details over several messages; work with what you have been told so far.
-Whenever you give an answer, end your reply with one line of the form
+// call needed so far, repeated each turn, for actions. The contract is
+// kept apart from the task's statement so that a user's respondent prompt
+// (Prompts.Respondent) gets the same one appended.
+var (
+	taskIntros = map[string]string{
+		grade.TaskMath:     `You help a user solve a grade-school math word problem. The user may give the details over several messages; work with what you have been told so far.`,
+		grade.TaskCode:     `You help a user write a Python function. The user may give the requirements over several messages; work with what you have been told so far.`,
+		grade.TaskDatabase: `You help a user write a SQLite query over the database whose schema is given below. The user may describe what they want over several messages; work with what you have been told so far.`,
+		grade.TaskActions:  `You help a user by calling the functions documented below. The user may describe what they need over several messages; work with what you have been told so far.`,
+	}
+	taskContracts = map[string]string{
+		grade.TaskMath: `Whenever you give an answer, end your reply with one line of the form
 ` + grade.AnswerPrefix + ` <number>
 with the number alone on that line (no units, no words).`,
-
-	grade.TaskCode: `You help a user write a Python function. The user may give the requirements over several messages; work with what you have been told so far.
-Whenever you give code:
+		grade.TaskCode: `Whenever you give code:
 - write exactly one top-level function definition (helpers go inside it), taking its inputs as arguments, never from stdin or input();
 - put the whole solution in a single fenced code block marked python, and no other code block in the reply;
 - do not add example calls or tests at the top level.`,
+		grade.TaskDatabase: `Whenever you give a query, put it in a single fenced code block marked sql, and write no other sql block in the reply.`,
+		grade.TaskActions:  `In every reply, write every function call needed for the user's whole request so far, including the calls you already gave in earlier replies, in Python call syntax, as a list: [func_a(arg=value), func_b(arg=value)].`,
+	}
+)
 
-	grade.TaskDatabase: `You help a user write a SQLite query over the database whose schema is given below. The user may describe what they want over several messages; work with what you have been told so far.
-Whenever you give a query, put it in a single fenced code block marked sql, and write no other sql block in the reply.`,
-
-	grade.TaskActions: `You help a user by calling the functions documented below. The user may describe what they need over several messages; work with what you have been told so far.
-In every reply, write every function call needed for the user's whole request so far, including the calls you already gave in earlier replies, in Python call syntax, as a list: [func_a(arg=value), func_b(arg=value)].`,
+// systemPrompt is our system prompt of task: its statement, then its
+// contract; genericPrompt for a task we do not know.
+func systemPrompt(task string) string {
+	intro, ok := taskIntros[task]
+	if !ok {
+		return genericPrompt
+	}
+	return intro + "\n" + taskContracts[task]
 }
 
 const genericPrompt = `You help a user with their request. The user may give the details over several messages; work with what you have been told so far.`
@@ -40,10 +53,7 @@ const genericPrompt = `You help a user with their request. The user may give the
 // what the task needs in view (the database schema, the function
 // documentation).
 func Prompt(in *grade.Instance) string {
-	p, ok := systemPrompts[in.Task]
-	if !ok {
-		p = genericPrompt
-	}
+	p := systemPrompt(in.Task)
 	switch in.Task {
 	case grade.TaskDatabase:
 		if s := strings.TrimSpace(in.SchemaSQL); s != "" {
@@ -86,7 +96,7 @@ func userSimRequest(history []conv.Message, next string) []conv.Message {
 func promptsVersion() string {
 	h := sha256.New()
 	for _, t := range []string{grade.TaskMath, grade.TaskCode, grade.TaskDatabase, grade.TaskActions} {
-		h.Write([]byte(systemPrompts[t]))
+		h.Write([]byte(systemPrompt(t)))
 		h.Write([]byte{0})
 	}
 	h.Write([]byte(genericPrompt))

@@ -12,6 +12,7 @@ import (
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/stages/lic/grade"
 )
 
@@ -58,6 +59,9 @@ type Options struct {
 	// Grader grades each trajectory's final answer; nil leaves them
 	// ungraded.
 	Grader *grade.Grader
+	// Prompts replace the user simulator's, the respondent's and the
+	// false-negative check's prompts with users' templates.
+	Prompts Prompts
 }
 
 // Stage is the simulate stage.
@@ -83,6 +87,9 @@ func New(client *llm.Client, opts Options) (*Stage, error) {
 	} else if opts.Retries == 0 {
 		opts.Retries = 2
 	}
+	if err := opts.Prompts.check(); err != nil {
+		return nil, fmt.Errorf("building %s: %w", StageName, err)
+	}
 	s := &Stage{client: client, opts: opts}
 	user := "none"
 	if opts.Mode == ModeModel {
@@ -92,7 +99,7 @@ func New(client *llm.Client, opts Options) (*Stage, error) {
 	if opts.Grader != nil {
 		g = opts.Grader.Fingerprint()
 	}
-	v := fmt.Sprintf("%s;mode=%s;user=%s;respondent=%s/%s;prompts=%s;grade=%s", version, opts.Mode, user, opts.Respondent, opts.RespondentSettings, promptsVersion(), g)
+	v := fmt.Sprintf("%s;mode=%s;user=%s;respondent=%s/%s;prompts=%s;grade=%s", version, opts.Mode, user, opts.Respondent, opts.RespondentSettings, promptsVersion()+opts.Prompts.version(), g)
 	for r := 1; r <= opts.Replicates; r++ {
 		s.variants = append(s.variants, pipeline.Variant{Name: Replicate(r), Version: v})
 	}
@@ -113,6 +120,12 @@ func replicateOf(name string) (int, bool) {
 
 // Name implements pipeline.Stage.
 func (s *Stage) Name() string { return StageName }
+
+// Prompts returns the users' templates the stage renders (ours are Go
+// text, not templates), for the run to say which ones are in use.
+func (s *Stage) Prompts() []*prompt.Template {
+	return []*prompt.Template{s.opts.Prompts.UserSim, s.opts.Prompts.Respondent}
+}
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant { return s.variants }
@@ -191,7 +204,11 @@ func instanceOf(c *conv.Conversation) (*grade.Instance, string) {
 // with the trajectory so far; other errors stop the run.
 func (s *Stage) simulate(ctx context.Context, t pipeline.Task, in *grade.Instance, r, retry int, tr *Trajectory) (pipeline.Unit, error) {
 	var u pipeline.Unit
-	tr.Instance, tr.Task, tr.System = in.TaskID, in.Task, Prompt(in)
+	system, err := s.opts.Prompts.system(in)
+	if err != nil {
+		return u, fmt.Errorf("simulating %s: %w", in.TaskID, err)
+	}
+	tr.Instance, tr.Task, tr.System = in.TaskID, in.Task, system
 	reroll := retry * (s.opts.Retries + 1)
 	nonEmpty := func(resp llm.Response) (string, error) {
 		if strings.TrimSpace(resp.Text) == "" {
@@ -216,7 +233,11 @@ func (s *Stage) simulate(ctx context.Context, t pipeline.Task, in *grade.Instanc
 		tr.Shards = append(tr.Shards, m.Content)
 		text := m.Content
 		if s.opts.Mode == ModeModel && turn > 1 {
-			req := llm.Request{Role: s.opts.UserRole, Stage: StageName, Messages: userSimRequest(tr.Messages, m.Content), SampleIndex: sampleBase + r - 1, Reroll: reroll}
+			msgs, err := s.opts.Prompts.userSim(tr.Messages, m.Content)
+			if err != nil {
+				return u, fmt.Errorf("simulating %s: %w", in.TaskID, err)
+			}
+			req := llm.Request{Role: s.opts.UserRole, Stage: StageName, Messages: msgs, SampleIndex: sampleBase + r - 1, Reroll: reroll}
 			out, _, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, nonEmpty)
 			if err != nil {
 				return fail(fmt.Sprintf("user turn %d", turn), err)

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// A command line ac3 cannot read gets one line: what is wrong, the nearest
+// flag or command it knows when a name looks misspelt, and the help to
+// read. The framework's own answer is its error followed by the whole help
+// text (100 lines for ac3 run), which pushes the error off the screen.
+
+// withUsageErrors sets the one-line usage errors on cmds and their
+// subcommands, and the action that names an unknown subcommand on the
+// commands that only group others.
+func withUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = usageError
+		}
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = groupAction
+		}
+		withUsageErrors(c.Subcommands)
+	}
+}
+
+// usageError is the OnUsageError of ac3 and of every command.
+func usageError(c *cli.Context, err error, _ bool) error {
+	path := commandPath(c)
+	see := fmt.Sprintf("see '%s --help'", path)
+	name, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !unknown {
+		return fmt.Errorf("%s; %s", longFlags(err.Error()), see)
+	}
+	for _, x := range c.Lineage()[1:] {
+		if x.Command != nil && definesFlag(x.Command.VisibleFlags(), name) {
+			// A flag of ac3 itself given after the command (--memory-limit).
+			owner := commandPath(x)
+			rest := strings.TrimPrefix(path, owner+" ")
+			return fmt.Errorf("%s is a flag of %s: give it before %s (%s %s … %s); %s",
+				dashed(name), owner, rest, owner, dashed(name), rest, see)
+		}
+	}
+	for _, sub := range c.Command.VisibleCommands() {
+		if definesFlag(sub.VisibleFlags(), name) {
+			// A command's flag given before the command (ac3 --config x run).
+			return fmt.Errorf("%s is a flag of commands, not of %s: give it after the command (%s COMMAND %s …); %s",
+				dashed(name), path, path, dashed(name), see)
+		}
+	}
+	var names []string
+	for _, f := range c.Command.VisibleFlags() {
+		names = append(names, f.Names()...)
+	}
+	if s := nearest(name, names); s != "" {
+		return fmt.Errorf("unknown flag %s: did you mean %s? %s", dashed(name), dashed(s), see)
+	}
+	return fmt.Errorf("unknown flag %s for %s; %s", dashed(name), path, see)
+}
+
+// groupAction is the action of ac3 and of the commands that group
+// subcommands (ac3 llm, ac3 batch): without an argument it shows the help;
+// an argument that names no command is an error with the nearest one.
+func groupAction(c *cli.Context) error {
+	root := len(c.Lineage()) <= 2 // ac3's context and the one it runs in
+	if !c.Args().Present() {
+		if root {
+			return cli.ShowAppHelp(c)
+		}
+		return cli.ShowSubcommandHelp(c)
+	}
+	name := c.Args().First()
+	if root && (name == "help" || name == "h") {
+		// 'ac3 help [COMMAND]': the root has no help command of its own
+		// (HideHelpCommand keeps it out of the command list).
+		topic := c.Args().Get(1)
+		if topic == "" {
+			return cli.ShowAppHelp(c)
+		}
+		if c.Command.Command(topic) != nil {
+			return cli.ShowCommandHelp(c, topic)
+		}
+		name = topic
+	}
+	path := commandPath(c)
+	var names []string
+	for _, sub := range c.Command.VisibleCommands() {
+		names = append(names, sub.Names()...)
+	}
+	if s := nearest(name, names); s != "" {
+		return fmt.Errorf("unknown command %q: did you mean %s? see '%s --help'", name, s, path)
+	}
+	return fmt.Errorf("unknown command %q for %s; see '%s --help'", name, path, path)
+}
+
+// commandPath is the command line that reaches c's command: "ac3 llm ping".
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.Command.Name != "" {
+			names = append(names, x.Command.Name)
+		}
+	}
+	slices.Reverse(names)
+	return strings.Join(names, " ")
+}
+
+// definesFlag reports whether one of flags has the name.
+func definesFlag(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// dashed writes a flag's name as it is typed: -c, --config.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// singleDash is a long flag name as Go's flag package prints it in its
+// errors ("invalid value "x" for flag -budget-usd").
+var singleDash = regexp.MustCompile(`(^|[ :])-([A-Za-z0-9][A-Za-z0-9-]+)`)
+
+// longFlags rewrites the flag names in a parser error as they are typed.
+func longFlags(msg string) string { return singleDash.ReplaceAllString(msg, "$1--$2") }
+
+// nearest returns the candidate s was most likely meant to be: the one at
+// the smallest edit distance when that is at most a third of s's length
+// (one slip in five letters), else the only candidate s begins (--dry for
+// --dry-run); "" when none is close.
+func nearest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD >= 0 && bestD <= (len([]rune(s))+1)/3 {
+		return best
+	}
+	var prefixed []string
+	for _, c := range candidates {
+		if len(s) >= 2 && strings.HasPrefix(c, s) && !slices.Contains(prefixed, c) {
+			prefixed = append(prefixed, c)
+		}
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return ""
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and swaps of two neighbours (the
+// usual typing slips: confg, cnofig) each count one.
+func editDistance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	// Three rows suffice: a swap looks two rows back.
+	prev2, prev, cur := make([]int, len(y)+1), make([]int, len(y)+1), make([]int, len(y)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(x); i++ {
+		cur[0] = i
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(y)]
+}
