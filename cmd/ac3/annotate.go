@@ -18,7 +18,7 @@ func annotateCommand(e *env) *cli.Command {
 		Usage:       "label user turns, find session constraints, review replies for pollution",
 		Description: run.AnnotateHelp(),
 		Flags: append([]cli.Flag{
-			dbFlag,
+			dbFlag(),
 			&cli.StringFlag{Name: "stages", Value: "classify,constraints", Usage: "comma-separated: " + strings.Join(run.AnnotateStages(), ", ") + " (refs come with classify)"},
 			&cli.StringFlag{Name: "annotator", Value: run.Heuristic, Usage: run.Heuristic + " | " + run.LLM + ", for classify and constraints"},
 			&cli.StringFlag{Name: "on", Value: "dataset", Usage: "pollution: dataset | responses | dataset,responses"},

@@ -111,7 +111,11 @@ func newApp(e *env) *cli.App {
 	return app
 }
 
-var dbFlag = &cli.StringFlag{Name: "db", Usage: "the run file (SQLite); created if missing", Required: true, EnvVars: []string{"AC3_DB"}}
+// dbFlag is the --db flag every run command takes; a new one each time, as
+// withUsageErrors rewrites the flags it is given.
+func dbFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "db", Usage: "the run file (SQLite); created if missing", Required: true, EnvVars: []string{"AC3_DB"}}
+}
 
 func runOptions(e *env) run.Options {
 	return run.Options{Stop: e.stop, Log: e.stdout, Progress: e.stderr}

@@ -18,7 +18,7 @@ func batchCommand(e *env) *cli.Command {
 			{
 				Name:  "cancel",
 				Usage: "cancel the run's live batches (their answers so far are imported on the next run)",
-				Flags: append(llmFlags(), dbFlag),
+				Flags: append(llmFlags(), dbFlag()),
 				Action: func(c *cli.Context) error {
 					_, m, err := modelFlags(c, e)
 					if err != nil {
@@ -35,7 +35,7 @@ func batchCommand(e *env) *cli.Command {
 			{
 				Name:  "export",
 				Usage: "write the requests waiting for a batch as a batch input file (OpenAI batch JSONL, as vllm run_batch reads)",
-				Flags: []cli.Flag{dbFlag,
+				Flags: []cli.Flag{dbFlag(),
 					&cli.StringFlag{Name: "stage", Usage: "only this stage's requests (default: all)"},
 					&cli.StringFlag{Name: "out", Usage: "the file to write", Required: true},
 				},
@@ -52,7 +52,7 @@ func batchCommand(e *env) *cli.Command {
 				Name:      "import",
 				Usage:     "import a batch results file (OpenAI batch output format) into the run's cache",
 				ArgsUsage: "RESULTS.jsonl",
-				Flags:     append(llmFlags(), dbFlag),
+				Flags:     append(llmFlags(), dbFlag()),
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return fmt.Errorf("batch import: pass one results file")

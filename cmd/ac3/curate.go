@@ -20,7 +20,7 @@ func curateCommand(e *env) *cli.Command {
 		Usage:       "build the context a respondent would see before each turn, per strategy",
 		Description: curate.Help(),
 		Flags: append([]cli.Flag{
-			dbFlag,
+			dbFlag(),
 			&cli.StringFlag{Name: "strategies", Value: "fc,ao,lt,de", Usage: "comma-separated: " + strings.Join(curate.Names(), ", ") + "; with a model: " + strings.Join(curate.ModelNames(), ", ") + "; any NAME+constraints"},
 			&cli.IntFlag{Name: "from-turn", Value: curate.DefaultFrom, Usage: "first user turn to curate (turn 1 has no history)"},
 			&cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer encoding for token counts: " + strings.Join(tokens.Encodings(), ", ")},

@@ -17,7 +17,7 @@ func exportCommand(e *env) *cli.Command {
 		Usage:       "write conversations, curated contexts, annotations, the quarantine, or training data (SFT, DPO pairs) to Parquet or JSONL",
 		Description: export.Help(),
 		Flags: []cli.Flag{
-			dbFlag,
+			dbFlag(),
 			&cli.StringFlag{Name: "what", Required: true, Usage: strings.Join(export.Kinds(), " | ")},
 			&cli.StringFlag{Name: "format", Value: string(export.Parquet), Usage: "parquet | jsonl | sft (curated only: OpenAI chat fine-tuning JSONL, weighted, with NAME.meta.jsonl beside it)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "output file"},

@@ -55,7 +55,7 @@ func ingestCommand(e *env) *cli.Command {
 		Usage:       "load conversation files into a run, with filters",
 		ArgsUsage:   "FILE...",
 		Description: run.IngestHelp(),
-		Flags:       append(append([]cli.Flag{dbFlag}, filterFlags()...), shardFlags()...),
+		Flags:       append(append([]cli.Flag{dbFlag()}, filterFlags()...), shardFlags()...),
 		Action: func(c *cli.Context) error {
 			memoryCeiling(e, ingestMemoryLimit)
 			_, files, err := dedupeArgs(c)

@@ -17,7 +17,7 @@ func inspectCommand(e *env) *cli.Command {
 		Usage:       "show the curated contexts of one turn side by side",
 		Description: curate.InspectHelp(),
 		Flags: []cli.Flag{
-			dbFlag,
+			dbFlag(),
 			&cli.StringFlag{Name: "conversation", Aliases: []string{"c"}, Required: true, Usage: "conversation id"},
 			&cli.IntFlag{Name: "turn", Aliases: []string{"t"}, Usage: "user turn"},
 			&cli.StringFlag{Name: "strategies", Usage: "only these strategies (default: all curated)"},

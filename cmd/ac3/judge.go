@@ -14,7 +14,7 @@ func judgeCommand(e *env) *cli.Command {
 		Name:        "judge",
 		Usage:       "compare the answers of two strategies pairwise with an LLM judge",
 		Description: judge.Help(),
-		Flags: append(append(llmFlags(), shardFlags()...), dbFlag,
+		Flags: append(append(llmFlags(), shardFlags()...), dbFlag(),
 			&cli.StringSliceFlag{Name: "pairs", Usage: "A:B pairs of respond variants (default: stages.judge.pairs)"},
 			&cli.StringFlag{Name: "order", Usage: strings.Join(judge.Orders(), " | ") + " (default " + judge.OrderRandom + ", as in the papers; both is stricter)"},
 			&cli.StringFlag{Name: "context", Usage: strings.Join(judge.Contexts(), " | ") + " (default " + judge.ContextFull + ")"},

@@ -19,7 +19,7 @@ func memoryCommand(e *env) *cli.Command {
 			Usage:       "learn the cheatsheet on a split of the run, then freeze it (offline regime)",
 			Description: curate.MemoryLearnHelp(),
 			Flags: append([]cli.Flag{
-				dbFlag,
+				dbFlag(),
 				&cli.IntFlag{Name: "conversations", Usage: "size of the learning split: the first N conversations (default: a third of the run)"},
 				&cli.IntFlag{Name: "from-turn", Value: curate.DefaultFrom, Usage: "first user turn analyzed"},
 				&cli.BoolFlag{Name: "again", Usage: "learn even if this run already has a cheatsheet for the same split"},
@@ -70,7 +70,7 @@ func memoryShowCommand(e *env) *cli.Command {
 		Usage:       "show the run's cheatsheets: the offline one and the online versions",
 		Description: curate.MemoryShowHelp(),
 		Flags: []cli.Flag{
-			dbFlag,
+			dbFlag(),
 			&cli.StringFlag{Name: "conversation", Usage: "show the online step of this conversation"},
 			&cli.BoolFlag{Name: "text", Usage: "print the cheatsheets' text"},
 		},

@@ -20,7 +20,7 @@ func policyCommand(e *env) *cli.Command {
 			Name:        "fit",
 			Usage:       "fit P(fc wins over ao) on this run's judge results, for 'adaptive' with policy scored",
 			Description: curate.PolicyFitHelp(),
-			Flags: []cli.Flag{dbFlag,
+			Flags: []cli.Flag{dbFlag(),
 				&cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer for the token features (use the one curate used)"},
 				&cli.StringFlag{Name: "ties", Value: "losses", Usage: "a tied turn is: losses (Huang et al.) | half (two half-weight rows) | dropped"},
 				&cli.IntFlag{Name: "folds", Value: stats.DefaultL1Folds, Usage: "cross-validation folds that choose the L1 strength"},

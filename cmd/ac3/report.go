@@ -16,7 +16,7 @@ func reportCommand(e *env) *cli.Command {
 		Usage:       "write report.html, report.md and report.json for a run",
 		Description: report.Help(),
 		Flags: []cli.Flag{
-			dbFlag,
+			dbFlag(),
 			&cli.StringFlag{Name: "out", Required: true, Usage: "folder for the report files"},
 			&cli.StringSliceFlag{Name: "formats", Usage: strings.Join(report.Formats, ", ") + " (default all)"},
 			&cli.IntFlag{Name: "resamples", Usage: "bootstrap resamples (default 2000)"},

@@ -12,7 +12,7 @@ func respondCommand(e *env) *cli.Command {
 		Name:        "respond",
 		Usage:       "generate the next assistant turn from each curated context",
 		Description: respond.Help(),
-		Flags: append(append(llmFlags(), shardFlags()...), dbFlag,
+		Flags: append(append(llmFlags(), shardFlags()...), dbFlag(),
 			&cli.StringSliceFlag{Name: "strategies", Usage: "curated strategies to answer (default: stages.respond, else every curated strategy)"},
 			&cli.StringSliceFlag{Name: "respondents", Usage: "roles that answer (default: respondent)"},
 			&cli.IntFlag{Name: "samples", Usage: "answers per context (default: the role's samples, else 1)"},

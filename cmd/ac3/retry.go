@@ -13,7 +13,7 @@ func retryCommand(e *env) *cli.Command {
 		Name:        "retry",
 		Usage:       "re-queue failed work so the next run does it again",
 		Description: run.RetryHelp(),
-		Flags:       []cli.Flag{dbFlag, &cli.StringFlag{Name: "stage", Usage: "only this stage (default: all)"}},
+		Flags:       []cli.Flag{dbFlag(), &cli.StringFlag{Name: "stage", Usage: "only this stage (default: all)"}},
 		Action: func(c *cli.Context) error {
 			l, err := openRun(c, false)
 			if err != nil {

@@ -22,10 +22,49 @@ func withUsageErrors(cmds []*cli.Command) {
 		if c.OnUsageError == nil {
 			c.OnUsageError = usageError
 		}
+		requireOneLine(c)
 		if len(c.Subcommands) > 0 && c.Action == nil {
 			c.Action = groupAction
 		}
 		withUsageErrors(c.Subcommands)
+	}
+}
+
+// requireOneLine makes a missing required flag of c a one-line error too:
+// the framework checks required flags itself and prints the whole help
+// before its error. The flags stay marked required in the help text; c's
+// Before hook does the check instead.
+func requireOneLine(c *cli.Command) {
+	var required []string
+	for _, f := range c.Flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
+			sf.Required = false
+			sf.Usage += " (required)"
+			required = append(required, sf.Name)
+		}
+	}
+	if len(required) == 0 {
+		return
+	}
+	before := c.Before
+	c.Before = func(ctx *cli.Context) error {
+		var missing []string
+		for _, name := range required {
+			if !ctx.IsSet(name) {
+				missing = append(missing, dashed(name))
+			}
+		}
+		if len(missing) > 0 {
+			verb := "is"
+			if len(missing) > 1 {
+				verb = "are"
+			}
+			return fmt.Errorf("%s %s required; see '%s --help'", strings.Join(missing, " and "), verb, commandPath(ctx))
+		}
+		if before != nil {
+			return before(ctx)
+		}
+		return nil
 	}
 }
 

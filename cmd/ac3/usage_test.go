@@ -34,6 +34,9 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate" for ac3; see 'ac3 --help'`},
 		{[]string{"help", "ingst"}, `unknown command "ingst": did you mean ingest? see 'ac3 --help'`},
 		{[]string{"llm", "pnig"}, `unknown command "pnig": did you mean ping? see 'ac3 llm --help'`},
+		{[]string{"export", "--what", "curated"}, "--db and --out are required; see 'ac3 export --help'"},
+		{[]string{"report", "--db", "x.db"}, "--out is required; see 'ac3 report --help'"},
+		{[]string{"run"}, "--config is required; see 'ac3 run --help'"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
