@@ -275,7 +275,7 @@ func checkLine(argv []string) error {
 		return err
 	}
 	for _, f := range cmd.Flags {
-		if rf, ok := f.(cli.RequiredFlag); ok && rf.IsRequired() && !hasFlag(rest, f.Names()) {
+		if isRequired(f) && !hasFlag(rest, f.Names()) {
 			return fmt.Errorf("%s: required flag --%s missing", cmd.Name, f.Names()[0])
 		}
 	}

@@ -26,6 +26,7 @@ func exportCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "prompt-strategy", Usage: "preferences, winners: curate strategy whose context is the prompt (default: the one the chosen answer was generated from)"},
 			&cli.StringFlag{Name: "pairs", Value: export.PairsAll, Usage: "preferences: " + export.PairsAll + " (every decisive verdict) | " + export.PairsSamePrompt + " (only verdicts whose two answers were generated from the same context, the prompt)"},
 			&cli.StringFlag{Name: "strategies", Usage: "curated: comma-separated curate strategies to export (default: every one the curate stage ran)"},
+			&cli.BoolFlag{Name: "partial", Usage: "export what is done although the work the export reads is unfinished (conversations pending in its stage, an input not read to its end); the closing line says what is missing. Without it such an export is refused (exit 1)"},
 			&cli.StringFlag{Name: "train-on", Value: string(export.TrainReplies), Usage: "curated --format sft: which assistant messages have weight 1: " + string(export.TrainReplies) + " (the target and the dataset replies the context kept) | " + string(export.TrainTarget) + " (the target only); text a strategy wrote always has weight 0"},
 		},
 		Action: func(c *cli.Context) error {
@@ -53,7 +54,7 @@ func exportCommand(e *env) *cli.Command {
 				}
 				co.TrainOn = export.TrainOn(c.String("train-on"))
 			}
-			x := run.Export{What: what, Format: c.String("format"), Out: c.String("out"), Preferences: po, Curated: co}
+			x := run.Export{What: what, Format: c.String("format"), Out: c.String("out"), Preferences: po, Curated: co, Partial: c.Bool("partial")}
 			if err := x.Options().Check(what); err != nil {
 				return err
 			}

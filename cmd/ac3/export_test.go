@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -203,4 +204,46 @@ func judgedContexts(t *testing.T, db string) (decisive, sameContext int) {
 		}
 	}
 	return decisive, sameContext
+}
+
+// TestExportOfUnfinishedWorkIsRefused: an export of a stage with
+// conversations still pending would be a smaller file that looks whole, so
+// it is refused (exit 1, naming the stage, the variant and how many) unless
+// --partial, whose closing line then says what is missing. Failed work is
+// not pending: a finished stage exports.
+func TestExportOfUnfinishedWorkIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "run.db")
+	mustRun(t, "ingest", "--db", db, "--min-turns", "2", repoPath("fixtures", "formats", "sharegpt.jsonl"))
+	mustRun(t, "curate", "--db", db, "--strategies", "fc,ao")
+	out := filepath.Join(dir, "curated.jsonl")
+	mustRun(t, "export", "--db", db, "--what", "curated", "--format", "jsonl", "--out", out)
+	whole := readJSONL(t, out)
+
+	// More conversations arrive; curate has not seen them yet.
+	mustRun(t, "ingest", "--db", db, "--min-turns", "2", repoPath("fixtures", "formats", "openai.jsonl"))
+	_, _, err := runApp(t, "export", "--db", db, "--what", "curated", "--format", "jsonl", "--out", out)
+	var ue *export.UnfinishedError
+	if !errors.As(err, &ue) || exitCode(err) != exitError {
+		t.Fatalf("export of a curate stage with pending conversations: %v (exit %d), want an UnfinishedError with exit %d", err, exitCode(err), exitError)
+	}
+	if len(ue.Pending) != 2 || ue.Pending[0].Stage != curate.StageName || ue.Pending[0].Conversations == 0 {
+		t.Fatalf("pending work named: %+v", ue.Pending)
+	}
+	if !strings.Contains(err.Error(), "--partial") {
+		t.Fatalf("the refusal does not say how to export anyway: %v", err)
+	}
+	if got := readJSONL(t, out); len(got) != len(whole) {
+		t.Fatalf("the refused export changed the earlier file: %d rows, had %d", len(got), len(whole))
+	}
+	stdout := mustRun(t, "export", "--db", db, "--what", "curated", "--format", "jsonl", "--out", out, "--partial")
+	if !strings.Contains(stdout, "partial (--partial): curate fc: ") || len(readJSONL(t, out)) != len(whole) {
+		t.Fatalf("--partial export: %q, %d rows (want %d and the pending work named)", stdout, len(readJSONL(t, out)), len(whole))
+	}
+	// Once curated, the export is whole again and larger.
+	mustRun(t, "curate", "--db", db, "--strategies", "fc,ao")
+	stdout = mustRun(t, "export", "--db", db, "--what", "curated", "--format", "jsonl", "--out", out)
+	if strings.Contains(stdout, "partial") || len(readJSONL(t, out)) <= len(whole) {
+		t.Fatalf("after curate: %q, %d rows (had %d)", stdout, len(readJSONL(t, out)), len(whole))
+	}
 }

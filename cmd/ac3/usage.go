@@ -30,6 +30,17 @@ func withUsageErrors(cmds []*cli.Command) {
 	}
 }
 
+// requiredMark ends the usage of a required flag; the help shows it and
+// isRequired reads it back.
+const requiredMark = " (required)"
+
+// isRequired reports whether f is a flag requireOneLine made its command
+// check for.
+func isRequired(f cli.Flag) bool {
+	sf, ok := f.(*cli.StringFlag)
+	return ok && strings.HasSuffix(sf.Usage, requiredMark)
+}
+
 // requireOneLine makes a missing required flag of c a one-line error too:
 // the framework checks required flags itself and prints the whole help
 // before its error. The flags stay marked required in the help text; c's
@@ -39,7 +50,7 @@ func requireOneLine(c *cli.Command) {
 	for _, f := range c.Flags {
 		if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
 			sf.Required = false
-			sf.Usage += " (required)"
+			sf.Usage += requiredMark
 			required = append(required, sf.Name)
 		}
 	}

@@ -72,7 +72,7 @@ func judgedRun(t *testing.T) *ledger.Ledger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CommitIngest(ctx, ledger.IngestBatch{InputID: in.ID, Kept: judgedConversations()}); err != nil {
+	if _, err := l.CommitIngest(ctx, ledger.IngestBatch{InputID: in.ID, Kept: judgedConversations(), RecordsDone: int64(len(judgedConversations())), Finished: true}); err != nil {
 		t.Fatal(err)
 	}
 	counter, err := tokens.New("")
@@ -182,6 +182,19 @@ func judgedRun(t *testing.T) *ledger.Ledger {
 				}}})
 			}
 			store(judge.StageName, pair, "v1", id, units)
+		}
+	}
+	// The other conversations have nothing to answer or judge: their
+	// tasks are done with no units, as the stages record them.
+	for _, c := range judgedConversations() {
+		if _, ok := answers[c.ID]; ok {
+			continue
+		}
+		for _, v := range []string{"ao@x", "fc@x", "fc@y"} {
+			store(respond.StageName, v, "v1", c.ID, nil)
+		}
+		for _, pair := range []string{pairCross, pairSame} {
+			store(judge.StageName, pair, "v1", c.ID, nil)
 		}
 	}
 	if err := l.CommitTasks(ctx, results); err != nil {

@@ -65,6 +65,10 @@ func FileName(what, format string) string {
 type Options struct {
 	Preferences PreferenceOptions // preferences and winners
 	Curated     CuratedOptions    // curated
+	// Partial exports what is done although the work the export reads is
+	// unfinished (see Unfinished); the summary line says what is missing.
+	// Without it such an export is an *UnfinishedError.
+	Partial bool
 }
 
 // Check refuses options that do not apply to what.
@@ -108,6 +112,8 @@ type Stats struct {
 	Strategies []string
 	// Files are the files written beside the export: the SFT metadata.
 	Files []string
+	// Unfinished is the work not yet done that a --partial export left out.
+	Unfinished Unfinished
 }
 
 // Reasons a row is left out of an export, as Stats.Skipped counts them.
@@ -171,6 +177,7 @@ func (s Stats) Summary(what, out string) string {
 		}
 	}
 	if total == 0 {
+		s.partialNote(&b)
 		return b.String()
 	}
 	slices.SortFunc(rs, func(a, b reason) int {
@@ -183,7 +190,15 @@ func (s Stats) Summary(what, out string) string {
 		}
 		fmt.Fprintf(&b, " %d %s", r.n, r.why)
 	}
+	s.partialNote(&b)
 	return b.String()
+}
+
+// partialNote ends the summary of a --partial export with what it lacks.
+func (s Stats) partialNote(b *strings.Builder) {
+	if !s.Unfinished.empty() {
+		fmt.Fprintf(b, "; partial (--partial): %s", s.Unfinished)
+	}
 }
 
 // skips counts rows left out by reason; nil until the first.
@@ -208,7 +223,15 @@ func Write(ctx context.Context, l *ledger.Ledger, what string, f Format, path st
 		return Stats{}, fmt.Errorf("--train-on applies to --format sft only")
 	}
 	var st Stats
-	var err error
+	u, err := unfinished(ctx, l, what, opts)
+	if err != nil {
+		return st, fmt.Errorf("exporting %s: %w", what, err)
+	}
+	if !u.empty() {
+		if !opts.Partial {
+			return st, &UnfinishedError{What: what, Unfinished: u}
+		}
+	}
 	switch what {
 	case KindConversations:
 		st.Rows, err = Conversations(ctx, l, f, path)
@@ -225,6 +248,7 @@ func Write(ctx context.Context, l *ledger.Ledger, what string, f Format, path st
 	case KindWinners:
 		st, err = winners(ctx, l, f, path, opts.Preferences)
 	}
+	st.Unfinished = u
 	if err != nil {
 		return st, fmt.Errorf("exporting %s: %w", what, err)
 	}

@@ -265,9 +265,10 @@ type Export struct {
 	Out         string                   `json:"out"`
 	Preferences export.PreferenceOptions `json:"-"` // preferences and winners only
 	Curated     export.CuratedOptions    `json:"-"` // curated only
+	Partial     bool                     `json:"-"` // export although the work read is unfinished
 }
 
 // Options are the export options x carries.
 func (x Export) Options() export.Options {
-	return export.Options{Preferences: x.Preferences, Curated: x.Curated}
+	return export.Options{Preferences: x.Preferences, Curated: x.Curated, Partial: x.Partial}
 }
