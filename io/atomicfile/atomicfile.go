@@ -47,8 +47,14 @@ const tempSuffix = ".part"
 // clean-up holds too, so it never sees a live writer's file unlocked.
 // Where locks are not available (Windows, or a file system without them)
 // nothing is removed.
+//
+// A missing directory is created, as the report's --out folder is: an
+// export into a folder that does not exist yet is what a user means.
 func Create(path string) (*File, error) {
 	dir, base := filepath.Dir(path), filepath.Base(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the folder of %s: %w", path, err)
+	}
 	unlock := lockDir(dir)
 	defer unlock()
 	removeOrphans(dir, base)

@@ -104,9 +104,28 @@ func TestTwoWritersOfOnePathDoNotShareATemporaryFile(t *testing.T) {
 	}
 }
 
-func TestCreateInAMissingDirectoryFails(t *testing.T) {
-	_, err := atomicfile.Create(filepath.Join(t.TempDir(), "no", "such", "out.jsonl"))
-	if err == nil || !strings.Contains(err.Error(), "out.jsonl") {
+// A missing folder is created; a folder that cannot be (its parent is a
+// file) is an error naming the output.
+func TestCreateMakesAMissingDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no", "such", "out.jsonl")
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("x\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "x\n" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := atomicfile.Create(filepath.Join(file, "out.jsonl")); err == nil || !strings.Contains(err.Error(), "out.jsonl") {
 		t.Fatalf("err = %v, want one naming the output", err)
 	}
 }
