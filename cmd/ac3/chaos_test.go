@@ -301,7 +301,7 @@ func chaosConfig(t testing.TB, dir, name, in string) string {
 // chaosRun is `ac3 run --config cfg` as a process of its own, against the
 // endpoint at url.
 func chaosRun(cfg, url string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "run", "--config", cfg)
+	cmd := exec.Command(ac3Binary(), "run", "--config", cfg)
 	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1", "AC3_E2E_BASE_URL="+url)
 	return cmd
 }

@@ -157,7 +157,7 @@ func TestNearDedupeSurvivesKills(t *testing.T) {
 	in := filepath.Join(dir, "chats.jsonl")
 	writeNearInput(t, in, 9000)
 	ingest := func(db string) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "ingest", "--db", db, "--dedupe", "near", in)
+		cmd := exec.Command(ac3Binary(), "ingest", "--db", db, "--dedupe", "near", in)
 		cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
 		return cmd
 	}

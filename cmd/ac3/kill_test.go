@@ -107,7 +107,7 @@ export:
 		return p
 	}
 	run := func(cfg string) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "run", "--config", cfg)
+		cmd := exec.Command(ac3Binary(), "run", "--config", cfg)
 		cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
 		return cmd
 	}
@@ -187,7 +187,7 @@ func interruptIngest(t *testing.T, seed uint64, sig os.Signal) (db, in string, e
 	}
 	f.Close()
 	db = filepath.Join(dir, "run.db")
-	cmd := exec.Command(os.Args[0], "ingest", "--db", db, in)
+	cmd := exec.Command(ac3Binary(), "ingest", "--db", db, in)
 	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
@@ -244,7 +244,7 @@ func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 	}
 	db, in, err, first := interruptIngest(t, 3, os.Interrupt)
 	checkStoppedMidway(t, db, err, first)
-	cmd := exec.Command(os.Args[0], "ingest", "--db", db, in)
+	cmd := exec.Command(ac3Binary(), "ingest", "--db", db, in)
 	cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

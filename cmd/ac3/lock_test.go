@@ -35,7 +35,7 @@ func synthInput(t *testing.T, dir string, seed uint64, n, maxTurns int) string {
 // cli is ac3 as a real process: this test binary, re-executed as the
 // command (see TestMain).
 func ac3Process(env []string, args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
+	cmd := exec.Command(ac3Binary(), args...)
 	cmd.Env = append(append(os.Environ(), "AC3_TEST_AS_CLI=1"), env...)
 	return cmd
 }

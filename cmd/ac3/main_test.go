@@ -19,6 +19,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// ac3Binary is the program the tests that need a real process (kills,
+// signals, two writers) start: this test binary, which runs main when
+// AC3_TEST_AS_CLI=1, or AC3_TEST_BIN when set. CI sets AC3_TEST_BIN to the
+// ac3 it builds from the same checkout, so those processes run without the
+// race detector's five- to tenfold slowdown (it still covers the same code
+// run in-process); a binary from other sources would test the wrong code.
+func ac3Binary() string {
+	if bin := os.Getenv("AC3_TEST_BIN"); bin != "" {
+		return bin
+	}
+	return os.Args[0]
+}
+
 // commandTimeout bounds one in-process command of a test. It only turns a
 // real hang into a failure: under -race on a loaded machine an end-to-end
 // command has taken over a minute, so it is generous rather than tight.
