@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -38,9 +41,53 @@ func TestEndToEndBatchMatchesOnline(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"AC3_E2E_BASE_URL": srv.URL}
+	plan, err := runAppEnv(t, vars, "run", "--batch", "--config", cfg, "--dry-run", "--json")
+	if err != nil {
+		t.Fatalf("dry run: %v\n%s", err, plan)
+	}
+	var fc struct {
+		BatchRounds int `json:"batch_rounds"`
+		Stages      []struct {
+			Label       string `json:"label"`
+			Calls       int    `json:"calls"`
+			BatchRounds int    `json:"batch_rounds"`
+		} `json:"stages"`
+	}
+	if err := json.Unmarshal([]byte(plan), &fc); err != nil {
+		t.Fatalf("dry run: %v\n%s", err, plan)
+	}
+	for _, s := range fc.Stages {
+		if (s.Calls > 0) != (s.BatchRounds > 0) {
+			t.Errorf("dry run: %s has %d calls in batch mode and %d batch rounds", s.Label, s.Calls, s.BatchRounds)
+		}
+	}
 	out, err := runAppEnv(t, vars, "run", "--batch", "--config", cfg)
 	if err != nil {
 		t.Fatalf("ac3 run --batch: %v\n%s", err, out)
+	}
+	// The closing line gives the rounds; the dry run's estimate assumes
+	// what the scripted endpoint does (every request answered, every
+	// answer parsed), and counts what it cannot know as an upper bound.
+	m := roundsLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no closing line with the batch rounds:\n%s", out)
+	}
+	rounds, _ := strconv.Atoi(m[1])
+	t.Logf("%s; the dry run estimated %d", m[0], fc.BatchRounds)
+	if rounds < 1 || rounds > fc.BatchRounds {
+		t.Errorf("the run took %d batch rounds, the dry run estimated %d", rounds, fc.BatchRounds)
+	}
+	meters := anyMeterLine.FindAllStringSubmatch(out, -1)
+	for _, pm := range meters {
+		if done, _ := strconv.Atoi(pm[2]); done > atoi(t, pm[3]) {
+			t.Errorf("progress line counts past its total: %q", pm[0])
+		}
+	}
+	if !slices.ContainsFunc(meters, func(pm []string) bool { return pm[1] == "curate" && pm[2] == pm[3] }) {
+		t.Errorf("no progress line shows curate done:\n%s", out)
+	}
+	if n := submittedOnce(t, srv); n != srv.Count() {
+		t.Errorf("%d requests submitted in batches, %d answered", n, srv.Count())
 	}
 	online := 0
 	for _, c := range srv.Calls() {
@@ -86,6 +133,9 @@ func TestEndToEndBatchMatchesOnline(t *testing.T) {
 		t.Errorf("status does not show the batches: %v\n%s", err, st)
 	}
 }
+
+// anyMeterLine is a progress line with its done and total.
+var anyMeterLine = regexp.MustCompile(`(?m)^([a-z()+ -]+): (\d+)/(\d+) (?:tasks|conversations) \(`)
 
 // withoutSpend removes a report's spend table, "Cost by role" (cost in
 // JSON): in batch mode the answers are paid at the batch price when

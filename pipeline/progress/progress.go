@@ -29,6 +29,9 @@ type Meter struct {
 	tokens atomic.Int64
 	cents  atomic.Int64 // hundredths of a cent, to add atomically
 	start  time.Time
+	// base is what was done before start (StartFrom): counted in done,
+	// not in the rate.
+	base int64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -38,13 +41,46 @@ type Meter struct {
 // gets a redrawn bar; anything else gets a line every interval). It returns
 // a Meter whose Stop must be called to end the display.
 func Start(w io.Writer, label, unit string, total int64) *Meter {
+	m := newMeter(w, label, unit, total)
+	m.run()
+	return m
+}
+
+func newMeter(w io.Writer, label, unit string, total int64) *Meter {
 	m := &Meter{w: w, label: label, unit: unit, total: total, start: time.Now(), stop: make(chan struct{}), interval: 5 * time.Second}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		m.tty, m.interval = true, 200*time.Millisecond
 	}
+	return m
+}
+
+func (m *Meter) run() {
 	m.wg.Add(1)
 	go m.loop()
+}
+
+// Counts is what a meter has counted.
+type Counts struct {
+	Done, Tokens int64
+	USD          float64
+}
+
+// StartFrom is Start for a job taken up again after a pause (a stage's next
+// pass, once the batches it waited for are in): the meter starts at c, and
+// its rate and ETA count only what is done from now on.
+func StartFrom(w io.Writer, label, unit string, total int64, c Counts) *Meter {
+	m := newMeter(w, label, unit, total)
+	m.base = c.Done
+	m.done.Store(c.Done)
+	m.tokens.Store(c.Tokens)
+	m.cents.Store(int64(c.USD * 10000))
+	m.run()
 	return m
+}
+
+// Counts returns what m has counted so far.
+func (m *Meter) Counts() Counts {
+	return Counts{Done: m.done.Load(), Tokens: m.tokens.Load(), USD: float64(m.cents.Load()) / 10000}
 }
 
 // Add records n more items done and tokens more tokens.
@@ -81,7 +117,7 @@ func (m *Meter) loop() {
 func (m *Meter) draw(final bool) {
 	done := m.done.Load()
 	el := time.Since(m.start)
-	rate := float64(done) / el.Seconds()
+	rate := float64(done-m.base) / el.Seconds()
 	line := m.Line(done, el)
 	if m.tty {
 		bar := ""
@@ -115,7 +151,7 @@ func (m *Meter) Line(done int64, el time.Duration) string {
 	}
 	rate := 0.0
 	if el > 0 {
-		rate = float64(done) / el.Seconds()
+		rate = float64(done-m.base) / el.Seconds()
 	}
 	fmt.Fprintf(&b, ", %.1f/s", rate)
 	if m.total > 0 && rate > 0 && done < m.total {

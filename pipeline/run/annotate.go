@@ -65,7 +65,7 @@ func (a Annotate) stages() []annotateStage {
 	if a.Constraints != "" {
 		ann := a.Constraints
 		out = append(out, annotateStage{label: "constraints (" + ann + ")", model: ann == LLM, build: func(cl *llm.Client) (pipeline.Stage, error) {
-			o := constraints.Options{Heuristic: ann == Heuristic}
+			o := constraints.Options{Heuristic: ann == Heuristic, Registry: a.ConstraintsRegistry}
 			if ann == LLM {
 				o.LLM = &constraints.LLM{Client: cl, Template: a.Prompts["constraints"]}
 			}
@@ -80,8 +80,9 @@ func (a Annotate) stages() []annotateStage {
 	return out
 }
 
-// annotate runs the annotation stages in order. Stages that need a model
-// are skipped with one line when no endpoint is configured.
+// annotate runs the annotation stages in order (see runStages: in batch
+// mode they share their rounds of batches). Stages that need a model are
+// skipped with one line when no endpoint is configured.
 func (r *runner) annotate(ctx context.Context) (bool, error) {
 	a := r.plan.Annotate
 	if a == nil || a.Empty() {
@@ -111,6 +112,7 @@ func (r *runner) annotate(ctx context.Context) (bool, error) {
 	if len(skipped) > 0 {
 		r.logf("%s: skipped, %v\n", strings.Join(skipped, ", "), noModel)
 	}
+	var runs []stageRun
 	for _, p := range a.stages() {
 		if p.model && client == nil {
 			continue
@@ -119,13 +121,19 @@ func (r *runner) annotate(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		res, err := r.runStage(ctx, stageRun{label: p.label, stage: st, workers: a.Workers, window: a.Window, perConversation: true})
-		if err != nil {
-			return false, err
-		}
+		runs = append(runs, stageRun{label: p.label, stage: st, workers: a.Workers, window: a.Window, perConversation: true})
+	}
+	// None of the three reads another's answers: in batch mode they pass in
+	// turn and share their rounds of batches.
+	results, err := r.runStages(ctx, runs)
+	if err != nil {
+		return false, err
+	}
+	goOn := len(results) == len(runs)
+	for _, res := range results {
 		if !r.addStage(res) {
-			return false, nil
+			goOn = false
 		}
 	}
-	return true, nil
+	return goOn, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ac3/ac3/io/atomicfile"
@@ -31,7 +32,8 @@ type Batch struct {
 	MaxRequests int
 	MaxBytes    int64
 	MaxSubmits  int
-	// Poll is the wait between polls (default 30s).
+	// Poll is the longest wait between polls (default 30s); the first is
+	// two seconds (less when Poll is), each next one twice the one before.
 	Poll time.Duration
 	// TempDir holds input files while they upload.
 	TempDir string
@@ -105,31 +107,84 @@ func (r *runner) driver(ctx context.Context) (*batch.Driver, error) {
 	return d, nil
 }
 
-// maxBatchRounds bounds the pass → batch → pass loop of one stage: each
-// round answers at least one request a pass asked for, and a stage asks
-// again only for what depends on an answer (a next turn, a reroll), so a
-// stage needing more rounds than this is stuck.
+// maxBatchRounds bounds the pass → batch → pass loop of one group of
+// stages: each round answers at least one request a pass asked for, and a
+// stage asks again only for what depends on an answer (a next turn, a
+// reroll), so stages needing more rounds than this are stuck.
 const maxBatchRounds = 100
 
-// awaitBatches submits what a stage's pass queued, waits for the batches
-// and imports their answers. It reports false when the run must stop
-// (Ctrl-C while batches run, or batch files to be exported by hand).
-func (r *runner) awaitBatches(ctx context.Context, label string, deferred int64) (bool, error) {
+// awaitBatches submits what the stages' passes queued, in one round of
+// batches (one input file per model, split at the API's limits), waits for
+// the batches and imports their answers. It counts the round for the run
+// and for each stage that waited in it. It reports false when the run must
+// stop (Ctrl-C while batches run, or batch files to be exported by hand).
+func (r *runner) awaitBatches(ctx context.Context, waiting []*groupStage) (bool, error) {
+	for _, g := range waiting {
+		r.logf("%s: %d tasks wait for batch answers\n", g.label, g.waitingTasks())
+	}
 	if r.plan.Model.batchSettings().Files {
-		r.logf("%s: %d tasks wait for batch answers; write their requests with 'ac3 batch export', and load the results with 'ac3 batch import'\n", label, deferred)
+		r.logf("write their requests with 'ac3 batch export', and load the results with 'ac3 batch import'\n")
 		return false, nil
 	}
 	d, err := r.driver(ctx)
 	if err != nil {
 		return false, err
 	}
-	r.logf("%s: %d tasks wait for batch answers\n", label, deferred)
+	r.res.BatchRounds++
+	for _, g := range waiting {
+		g.res.BatchRounds++
+	}
 	err = d.Run(ctx)
 	if errors.Is(err, batch.ErrStopped) {
-		r.logf("%s: stopped while batches run; they are recorded in the run, and the same command picks them up\n", label)
+		r.logf("stopped while batches run; they are recorded in the run, and the same command picks them up\n")
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// roundsOf is a group of stages that shared their batch rounds.
+type roundsOf struct {
+	labels []string
+	rounds []int // each stage's
+	shared int   // the group's
+}
+
+// noteRounds keeps the batch rounds a group of stages waited for, for the
+// run's closing line.
+func (r *runner) noteRounds(gs []*groupStage) {
+	var g roundsOf
+	for _, s := range gs {
+		if s.res.BatchRounds > 0 {
+			g.labels = append(g.labels, s.label)
+			g.rounds = append(g.rounds, s.res.BatchRounds)
+			g.shared = max(g.shared, s.res.BatchRounds)
+		}
+	}
+	if len(g.labels) > 0 {
+		r.rounds = append(r.rounds, g)
+	}
+}
+
+// logRounds says, in the run's closing lines, how many rounds of batches
+// the run waited for, by stage. Stages that shared their rounds are named
+// together with the rounds they took as a group.
+func (r *runner) logRounds() {
+	if r.res.BatchRounds == 0 {
+		return
+	}
+	var parts []string
+	for _, g := range r.rounds {
+		each := make([]string, len(g.labels))
+		for i, l := range g.labels {
+			each[i] = fmt.Sprintf("%s %d", l, g.rounds[i])
+		}
+		if len(each) == 1 {
+			parts = append(parts, each[0])
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s in %d shared", strings.Join(each, " + "), g.shared))
+	}
+	r.logf("batch rounds: %d in all (%s)\n", r.res.BatchRounds, strings.Join(parts, ", "))
 }
 
 // CancelBatches asks the endpoints to cancel the run's live batches; their

@@ -47,6 +47,10 @@ type Result struct {
 	// every task of an earlier stage done and some of them failed: running
 	// again does not help until they are retried (Stopped is false then).
 	Blocked string
+	// BatchRounds counts the rounds of batches the run submitted and waited
+	// for. StageResult.BatchRounds has each stage's; stages that do not
+	// read each other's answers share theirs, so this is at most their sum.
+	BatchRounds int
 }
 
 // Exported is one export file written.
@@ -78,6 +82,8 @@ type runner struct {
 	res  Result
 	// batch drives the run's batches, built when a stage first defers.
 	batch *batch.Driver
+	// rounds holds the batch rounds of each group of stages, in run order.
+	rounds []roundsOf
 }
 
 // Execute runs plan: ingest, annotate, curate, respond, the pollution
@@ -137,11 +143,13 @@ func Execute(ctx context.Context, plan Plan, opts Options) (Result, error) {
 		if !done {
 			if r.res.Blocked == "" {
 				r.res.Stopped = true
+				r.logRounds()
 				return r.res, nil
 			}
 			break
 		}
 	}
+	r.logRounds()
 	if err := r.skippedFailures(ctx); err != nil {
 		return r.res, err
 	}

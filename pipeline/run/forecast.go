@@ -35,6 +35,16 @@ type Forecast struct {
 	Exports       []Export        `json:"exports,omitempty"`
 	TotalCalls    int64           `json:"total_calls"`
 	TotalCostUSD  float64         `json:"total_cost_usd"`
+	// BatchRounds estimates the rounds of batches (submit, wait for the
+	// endpoint, import) the run would wait for, over the stages whose
+	// roles are in batch mode: stages that share their rounds
+	// (classify, constraints and pollution, which read none of each
+	// other's answers) count as the longest of them, the others add up.
+	// An estimate: it assumes every batch answers every request and every
+	// answer parses (a request left unanswered, or an answer asked again,
+	// costs a round more), and it counts a stage from its structure, not
+	// from a run (see StageForecast.BatchRounds).
+	BatchRounds int64 `json:"batch_rounds"`
 	// Notes say what the forecast assumed and what the run will skip.
 	Notes []string `json:"notes,omitempty"`
 	// StopsAt names the first step the run would stop at with an error (an
@@ -95,10 +105,23 @@ type StageForecast struct {
 	Roles               []string `json:"roles,omitempty"`
 	// Unpriced: a role's model has no price, so the cost counts it as free.
 	Unpriced bool `json:"unpriced,omitempty"`
+	// BatchRounds estimates the rounds of batches the stage would wait for
+	// (0 when none of its calls goes through batches): the depth of its
+	// calls' dependencies, as the stage says (see BatchRounder); else 1
+	// for a stage whose calls are all known before any is answered, and
+	// for one that asks a conversation's calls one after another (each
+	// reads the answers before it), its most calls in one conversation.
+	BatchRounds int64 `json:"batch_rounds"`
 
 	stage pipeline.Stage
 	lv    []ledger.Variant
 	scope ledger.Scope // the conversations the stage runs over
+	// shared: the stage shares its batch rounds with the other shared
+	// stages (the annotation stages, which run as one group).
+	shared bool
+	// batchConvs counts the conversations with calls in batch mode, for a
+	// BatchRounder.
+	batchConvs int64
 }
 
 // emptyUnits is the unit store of a run that does not exist yet.
@@ -293,6 +316,7 @@ func (e *forecaster) build(ctx context.Context) error {
 				return err
 			}
 			add(p.label, st, "")
+			e.fc.Stages[len(e.fc.Stages)-1].shared = true
 		}
 	}
 	var units interface {
@@ -542,11 +566,15 @@ func (e *forecaster) conversation(ctx context.Context, seq int64, origin string,
 		if err != nil {
 			return fmt.Errorf("estimating %s for %s: %w", sf.Stage, c.ID, err)
 		}
+		batched := 0 // calls that would go through batches
 		for _, call := range calls {
 			if sent[call.Key] {
 				continue // the same request: the run sends it once
 			}
 			sent[call.Key] = true
+			if e.client != nil && e.client.BatchMode(call.Role) {
+				batched++
+			}
 			out := call.CompletionTokens
 			if m := e.plan.Model.maxTokens(call.Role); m > 0 {
 				out = min(out, m)
@@ -566,6 +594,7 @@ func (e *forecaster) conversation(ctx context.Context, seq int64, origin string,
 			}
 			sf.CostUSD += usd
 		}
+		e.rounds(sf, c, batched)
 	}
 	return nil
 }
@@ -669,6 +698,7 @@ func (e *forecaster) finish() {
 			e.note("%s: a model of role %s has no price (set models.<name>.price); its calls are counted as free", sf.Label, strings.Join(sf.Roles, ", "))
 		}
 	}
+	e.finishRounds()
 	if e.ac3 {
 		e.note("AC3 operators are counted as analyzing every turn past their floor (the reset cap is not known in advance), and their contexts there as distinct from every other strategy's: an upper bound")
 	}

@@ -44,6 +44,9 @@ func (fc Forecast) WriteText(w io.Writer, plan Plan) {
 		}
 	}
 	fmt.Fprintf(w, "total: %d model calls, estimated cost $%.4f (answers counted at the stage's expected length, capped at the role's max_tokens: see \"per call\")\n", fc.TotalCalls, fc.TotalCostUSD)
+	if line := fc.batchRoundsText(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if plan.Report != nil {
 		fmt.Fprintf(w, "report to %s\n", plan.Report.Out)
 	}

@@ -140,9 +140,13 @@ const (
 type Annotate struct {
 	Classify    string // "" (not run), Heuristic or LLM; refs come with classify
 	Constraints string // "" (not run), Heuristic or LLM
-	Pollution   bool   // review the dataset's replies (model only)
-	Workers     int    // conversations a heuristic annotator labels at once (CPU)
-	Window      int    // tasks a model annotator keeps open (0: derived; see Window)
+	// ConstraintsRegistry is the llm constraints annotator's form
+	// (constraints.Options.Registry): sequential, parallel, or "" to
+	// follow the annotator role's mode.
+	ConstraintsRegistry string
+	Pollution           bool // review the dataset's replies (model only)
+	Workers             int  // conversations a heuristic annotator labels at once (CPU)
+	Window              int  // tasks a model annotator keeps open (0: derived; see Window)
 	// Prompts replace the model annotators' prompts, by prompt name
 	// (classify, constraints, pollution): users' templates, checked with
 	// prompt.ParseFile against the stage's PromptSpec.

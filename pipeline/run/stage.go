@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/ledger"
@@ -24,6 +25,9 @@ type StageResult struct {
 	// Stopped: a Ctrl-C or the budget stopped the stage before the end.
 	Stopped    bool
 	StopReason error // the budget error, when the budget stopped it
+	// BatchRounds counts the rounds of batches the stage waited for in
+	// this run (rounds it may have shared with other stages).
+	BatchRounds int
 }
 
 func toLedger(vs []pipeline.Variant) []ledger.Variant {
@@ -48,75 +52,94 @@ type stageRun struct {
 	scope ledger.Scope
 }
 
-// runStage runs every pending task of the stage with a progress meter
-// (tasks, tokens, and dollars from the run's call records, so cached
-// answers cost nothing), stopping gracefully at the budget. It records the
-// stage's plan first, says "nothing to do" when everything is recorded,
-// and logs what it did.
+// runStage runs every pending task of one stage (see runStages).
 func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) {
-	st := s.stage
-	res := StageResult{Stage: st.Name(), Label: s.label}
-	for _, line := range userPrompts(st) {
-		r.logf("%s: %s\n", s.label, line)
+	res, err := r.runStages(ctx, []stageRun{s})
+	if len(res) == 0 {
+		return StageResult{Stage: s.stage.Name(), Label: s.label}, err
 	}
-	if err := pipeline.RecordPlan(ctx, r.l, st, s.scope); err != nil {
-		return res, err
-	}
-	pending, recorded, err := pipeline.PendingIn(ctx, r.l, st, s.scope)
-	if err != nil {
-		return res, err
-	}
-	lv := toLedger(st.Variants())
-	if pending == 0 {
-		res.Previous = recorded
-		r.logf("%s: nothing to do, all %d tasks (conversation × variant) are already recorded\n", s.label, recorded)
-		// Nothing to do is not nothing wrong: failed units of an earlier
-		// pass are still recorded.
-		return res, r.noteFailures(ctx, st.Name(), lv)
-	}
-	spent, err := r.l.SpendUSD(ctx)
-	if err != nil {
-		return res, err
-	}
-	unit := "tasks"
-	if s.perConversation {
-		unit = "conversations"
-	}
-	m := progress.Start(r.progress(), s.label, unit, pending)
-	var sum pipeline.Summary
-	// In batch mode a pass leaves the tasks whose requests went to a batch
-	// pending: the batches are submitted and waited for, their answers
-	// imported into the cache, and the stage passes again.
-	for round := 1; ; round++ {
-		pass, perr := pipeline.Run(ctx, r.l, st, pipeline.Options{
-			Workers: s.workers, Window: s.window, Stop: r.opts.Stop, Scope: s.scope,
-			Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
-			OnCommit: func(tasks, _, _ int, tok int64) {
-				m.Add(int64(tasks), tok)
-				if now, err := r.l.SpendUSD(ctx); err == nil && now > spent {
-					m.AddCost(now - spent)
-					spent = now
-				}
-			},
-		})
-		if round == 1 {
-			sum.Planned, sum.Previous = pass.Planned, pass.Previous
+	return res[0], err
+}
+
+// groupStage is one stage of a runStages call as its passes go.
+type groupStage struct {
+	stageRun
+	res     StageResult
+	lv      []ledger.Variant
+	unit    string // what the meter counts: tasks, or conversations
+	pending int64  // tasks pending before the first pass: the meter's total
+	sum     pipeline.Summary
+	counts  progress.Counts // the meter's counts at the end of the last pass
+	passes  int
+	begun   bool // its plan is recorded and its pending tasks counted
+	open    bool // another pass is due
+}
+
+// runStages runs every pending task of stages that do not read each
+// other's output, in order, with a progress meter each (tasks, tokens, and
+// dollars from the run's call records, so cached answers cost nothing),
+// stopping gracefully at the budget. Each stage records its plan first,
+// says "nothing to do" when everything is recorded, and logs what it did.
+//
+// In batch mode a pass leaves the tasks whose requests went to a batch
+// pending. Every stage passes once, then what they all queued is submitted
+// in one round of batches (see awaitBatches), and the stages that deferred
+// tasks pass again, until none defers: the stages share their rounds, so
+// the group takes as many rounds as its longest stage, not their sum.
+// Online, no stage defers and the stages run one after another.
+//
+// It returns the results of the stages that started, in order: a stop (a
+// Ctrl-C, the budget) in one stage's pass leaves the stages after it that
+// had not started out.
+func (r *runner) runStages(ctx context.Context, runs []stageRun) ([]StageResult, error) {
+	gs := make([]*groupStage, len(runs))
+	for i, s := range runs {
+		gs[i] = &groupStage{stageRun: s, res: StageResult{Stage: s.stage.Name(), Label: s.label}, lv: toLedger(s.stage.Variants()), unit: "tasks"}
+		if s.perConversation {
+			gs[i].unit = "conversations"
 		}
-		sum.Done += pass.Done
-		sum.Failed += pass.Failed
-		sum.Units += pass.Units
-		sum.Stopped, sum.StopReason, sum.Deferred = pass.Stopped, pass.StopReason, pass.Deferred
-		err = perr
-		if err != nil || pass.Deferred == 0 || pass.StopReason != nil || r.stopped() {
+	}
+	var spent float64 // the run's spend the meters have shown
+	var err error
+	stopped := false
+	for round := 1; ; round++ {
+		var waiting []*groupStage
+		for _, g := range gs {
+			if round == 1 {
+				// A stage is taken up only when the ones before it have
+				// passed, as a run of one stage after another would.
+				if err = r.beginStage(ctx, g); err != nil {
+					break
+				}
+				if spent, err = r.l.SpendUSD(ctx); err != nil {
+					break
+				}
+			}
+			if !g.open {
+				continue
+			}
+			var pass pipeline.Summary
+			if pass, err = r.pass(ctx, g, &spent); err != nil {
+				break
+			}
+			if pass.StopReason != nil || r.stopped() {
+				stopped = true
+				break
+			}
+			if pass.Deferred == 0 {
+				g.open = false
+				continue
+			}
+			waiting = append(waiting, g)
+		}
+		if err != nil || stopped || len(waiting) == 0 {
 			break
 		}
 		if round == maxBatchRounds {
-			err = fmt.Errorf("%s: tasks still wait for batch answers after %d rounds", s.label, round)
+			err = fmt.Errorf("%s: tasks still wait for batch answers after %d rounds", waiting[0].label, round)
 			break
 		}
-		m.Stop()
-		goOn, berr := r.awaitBatches(ctx, s.label, pass.Deferred)
-		m = progress.Start(r.progress(), s.label, unit, pass.Deferred)
+		goOn, berr := r.awaitBatches(ctx, waiting)
 		if berr != nil {
 			err = berr
 			break
@@ -124,32 +147,118 @@ func (r *runner) runStage(ctx context.Context, s stageRun) (StageResult, error) 
 		if !goOn {
 			break
 		}
+		for _, g := range gs {
+			g.open = slices.Contains(waiting, g)
+		}
 	}
+	r.noteRounds(gs)
+	var out []StageResult
+	for _, g := range gs {
+		if !g.begun {
+			break
+		}
+		if g.passes == 0 {
+			out = append(out, g.res) // nothing to do
+			continue
+		}
+		res, ferr := r.finishStage(ctx, g, err)
+		out = append(out, res)
+		if ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	return out, err
+}
+
+// beginStage records g's plan and counts its pending tasks. A stage with
+// nothing to do says so, with the failed units earlier passes recorded.
+func (r *runner) beginStage(ctx context.Context, g *groupStage) error {
+	g.begun = true
+	for _, line := range userPrompts(g.stage) {
+		r.logf("%s: %s\n", g.label, line)
+	}
+	if err := pipeline.RecordPlan(ctx, r.l, g.stage, g.scope); err != nil {
+		return err
+	}
+	pending, recorded, err := pipeline.PendingIn(ctx, r.l, g.stage, g.scope)
+	if err != nil {
+		return err
+	}
+	if pending == 0 {
+		g.res.Previous = recorded
+		r.logf("%s: nothing to do, all %d tasks (conversation × variant) are already recorded\n", g.label, recorded)
+		// Nothing to do is not nothing wrong: failed units of an earlier
+		// pass are still recorded.
+		return r.noteFailures(ctx, g.stage.Name(), g.lv)
+	}
+	g.pending, g.open = pending, true
+	return nil
+}
+
+// pass runs g's pending tasks once. Its meter takes up the counts of the
+// stage's earlier passes: a task counts once, when it is committed done or
+// failed, never when it is left waiting for a batch, so done/total is right
+// over all the passes. spent is the run's spend the meters have shown;
+// what a commit finds above it is shown by the committing stage.
+func (r *runner) pass(ctx context.Context, g *groupStage, spent *float64) (pipeline.Summary, error) {
+	m := progress.StartFrom(r.progress(), g.label, g.unit, g.pending, g.counts)
+	pass, err := pipeline.Run(ctx, r.l, g.stage, pipeline.Options{
+		Workers: g.workers, Window: g.window, Stop: r.opts.Stop, Scope: g.scope,
+		Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
+		OnCommit: func(tasks, _, _ int, tok int64) {
+			m.Add(int64(tasks), tok)
+			if now, err := r.l.SpendUSD(ctx); err == nil && now > *spent {
+				m.AddCost(now - *spent)
+				*spent = now
+			}
+		},
+	})
 	m.Stop()
+	g.counts = m.Counts()
+	if g.passes == 0 {
+		g.sum.Planned, g.sum.Previous = pass.Planned, pass.Previous
+	}
+	g.passes++
+	g.sum.Done += pass.Done
+	g.sum.Failed += pass.Failed
+	g.sum.Units += pass.Units
+	g.sum.Stopped, g.sum.StopReason, g.sum.Deferred = pass.Stopped, pass.StopReason, pass.Deferred
+	return pass, err
+}
+
+// waitingTasks counts g's tasks neither done nor failed after its last
+// pass: those waiting for batch answers, when the pass was not stopped.
+func (g *groupStage) waitingTasks() int64 { return g.pending - g.sum.Done - g.sum.Failed }
+
+// finishStage logs what g did over its passes and makes its result. runErr
+// is the error that ended the passes, if any: then the stage only says
+// what it did.
+func (r *runner) finishStage(ctx context.Context, g *groupStage, runErr error) (StageResult, error) {
+	sum, res := g.sum, g.res
 	if sum.Deferred > 0 {
 		sum.Stopped = true // tasks still wait for batch answers
 	}
 	res.Done, res.Failed, res.Units, res.Previous = sum.Done, sum.Failed, sum.Units, sum.Previous
-	if s.perConversation {
-		r.logf("%s: %d conversations done, %d with failed units, %d units (%d conversations recorded before)\n", s.label, sum.Done, sum.Failed, sum.Units, sum.Previous)
+	if g.perConversation {
+		r.logf("%s: %d conversations done, %d with failed units, %d units (%d conversations recorded before)\n", g.label, sum.Done, sum.Failed, sum.Units, sum.Previous)
 	} else {
-		r.logf("%s: %d tasks done, %d failed, %d units (%d recorded before)\n", s.label, sum.Done, sum.Failed, sum.Units, sum.Previous)
+		r.logf("%s: %d tasks done, %d failed, %d units (%d recorded before)\n", g.label, sum.Done, sum.Failed, sum.Units, sum.Previous)
 	}
 	if sum.Failed > 0 {
-		r.logf("%s: failed units keep their error and the model's raw answer; 'ac3 retry --stage %s' runs them again\n", s.label, st.Name())
+		r.logf("%s: failed units keep their error and the model's raw answer; 'ac3 retry --stage %s' runs them again\n", g.label, g.stage.Name())
 	}
-	if err != nil {
-		return res, err
+	if runErr != nil {
+		return res, nil
 	}
 	switch {
 	case sum.StopReason != nil:
 		res.Stopped, res.StopReason = true, sum.StopReason
-		r.logf("%s: stopped, %v; raise --budget-usd (or run.budget_usd) and run again to continue\n", s.label, sum.StopReason)
+		r.logf("%s: stopped, %v; raise --budget-usd (or run.budget_usd) and run again to continue\n", g.label, sum.StopReason)
 	case sum.Stopped:
 		res.Stopped = true
-		r.logf("%s: stopped before the end; run the same command again to continue\n", s.label)
+		r.logf("%s: stopped before the end; run the same command again to continue\n", g.label)
 	default:
-		return res, r.noteFailures(ctx, st.Name(), lv)
+		return res, r.noteFailures(ctx, g.stage.Name(), g.lv)
 	}
 	return res, nil
 }

@@ -398,6 +398,41 @@ func (a *Analyzer) Analyze(ctx context.Context, c *conv.Conversation, t int, che
 	return an, use, err
 }
 
+// FirstStep asks the part of the analysis of turn t of c that reads no
+// cheatsheet: step 1 (the ablated one under AblationContagiousExtractor),
+// or the single call of AblationSinglePass, which reads none at all. Its
+// answers are those Analyze gets, so a batch can carry them before the
+// cheatsheet step 2 reads is known (the online memory's chain). It returns
+// the call's error: llm.ErrDeferred while it waits for a batch.
+func (a *Analyzer) FirstStep(ctx context.Context, c *conv.Conversation, t int, reroll int) (Usage, error) {
+	ct, ok := c.ContextBefore(t)
+	if !ok {
+		return Usage{}, fmt.Errorf("analyzing turn %d of %s: the conversation has %d user turns", t, c.ID, c.UserTurns())
+	}
+	var (
+		use Usage
+		err error
+	)
+	switch a.opts.Ablation {
+	case AblationSinglePass:
+		_, use, err = a.singlePass(ctx, ct, reroll)
+	case AblationContagiousExtractor:
+		_, use, err = a.specifyContagious(ctx, ct, reroll)
+	default:
+		_, use, err = a.Specify(ctx, conv.NewUserView(c, t), reroll)
+	}
+	return use, err
+}
+
+// Depth is how many calls of the analysis follow one another: 2, or 1 for
+// AblationSinglePass.
+func (a *Analyzer) Depth() int {
+	if a.opts.Ablation == AblationSinglePass {
+		return 1
+	}
+	return 2
+}
+
 func (a *Analyzer) singlePass(ctx context.Context, ct []conv.Message, reroll int) (Analysis, Usage, error) {
 	var use Usage
 	tr := Transcript(ct)

@@ -113,16 +113,18 @@ type Input struct {
 	user          string
 	prevAssistant string
 	registry      []Constraint
+	earlier       []string // u_1 … u_{t-1}, for the parallel form only
 }
 
 // NewInput returns the input for the last turn of view: u_t from the view,
-// prevAssistant (a_{t-1}, or "" at turn 1 or when u_{t-1} got no reply) and
-// a copy of the registry so far.
+// prevAssistant (a_{t-1}, or "" at turn 1 or when u_{t-1} got no reply), a
+// copy of the registry so far and the earlier user turns of the view.
 func NewInput(view conv.UserView, prevAssistant string, registry []Constraint) Input {
 	t := view.Len()
 	in := Input{turn: t, prevAssistant: prevAssistant, registry: append([]Constraint(nil), registry...)}
 	if t > 0 {
-		in.user = view.User(t)
+		users := view.Users()
+		in.user, in.earlier = users[t-1], users[:t-1]
 	}
 	return in
 }
@@ -144,6 +146,10 @@ func (in Input) PrevAssistant() string { return in.prevAssistant }
 
 // Registry returns a copy of the registry before turn t.
 func (in Input) Registry() []Constraint { return append([]Constraint(nil), in.registry...) }
+
+// Earlier returns a copy of u_1 … u_{t-1}. The parallel form shows them in
+// place of the registry, which it cannot have (see Proposer).
+func (in Input) Earlier() []string { return append([]string(nil), in.earlier...) }
 
 // previousReply returns the content of a_{t-1}: the first assistant message
 // answering u_{t-1}, or "".

@@ -1,6 +1,7 @@
 package constraints
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,31 +15,116 @@ import (
 type Options struct {
 	Heuristic bool // variant "heuristic"
 	LLM       *LLM // variant "llm" when set
+	// Registry is the llm variant's form: RegistrySequential (the paper's,
+	// the registry so far in every request) or RegistryParallel (every
+	// turn asked at once, the registry assembled by Consolidate). "" picks
+	// by LLM.Template when one is set (a template for the
+	// constraints_parallel prompt is the parallel form's), else by the
+	// annotator role's mode: parallel in batch mode, where the sequential
+	// form would need one batch round per user turn, sequential online.
+	// Both forms are the variant "llm"; their versions differ, and the
+	// sequential form's is what it was before the parallel form existed.
+	Registry string
 }
 
 // Stage is the constraints stage: one unit per user turn t >= 1 per variant,
-// read in order, each holding the registry as of its turn.
+// each holding the registry as of its turn.
 type Stage struct {
 	heur *Heuristic
-	llm  *LLM
+	llm  *LLM      // the sequential form
+	prop *Proposer // the parallel form
 }
 
-// NewStage returns the stage. It fails when no annotator is chosen.
+// NewStage returns the stage. It fails when no annotator is chosen, when
+// Registry is not a form, or when LLM.Template is for the other form's
+// prompt.
 func NewStage(o Options) (*Stage, error) {
 	if !o.Heuristic && o.LLM == nil {
 		return nil, errors.New("creating constraints stage: no annotator chosen")
 	}
-	if err := annotator.CheckPrompt((*annotator.LLM)(o.LLM), "constraints"); err != nil {
-		return nil, fmt.Errorf("creating constraints stage: %w", err)
-	}
-	s := &Stage{llm: o.LLM}
+	s := &Stage{}
 	if o.Heuristic {
 		s.heur = NewHeuristic()
 	}
-	if s.llm != nil {
-		s.llm.core()
+	if o.LLM == nil {
+		return s, nil
+	}
+	form, err := o.form()
+	if err != nil {
+		return nil, fmt.Errorf("creating constraints stage: %w", err)
+	}
+	want := "constraints"
+	if form == RegistryParallel {
+		want = ParallelPromptName
+	}
+	if t := o.LLM.Template; t != nil && t.Name() != want && (t.Name() == "constraints" || t.Name() == ParallelPromptName) {
+		return nil, fmt.Errorf("creating constraints stage: registry %s sends the %s prompt, and the template %s is for the %s prompt", form, want, cmp.Or(t.File(), "given"), t.Name())
+	}
+	if err := annotator.CheckPrompt((*annotator.LLM)(o.LLM), want); err != nil {
+		return nil, fmt.Errorf("creating constraints stage: %w", err)
+	}
+	var loaded *prompt.Template
+	if form == RegistryParallel {
+		s.prop = (*Proposer)(o.LLM)
+		loaded = s.prop.core().Prompt()
+	} else {
+		s.llm = o.LLM
+		loaded = s.llm.core().Prompt()
+	}
+	if loaded.Name() != want {
+		// An LLM used before keeps the prompt it loaded first.
+		return nil, fmt.Errorf("creating constraints stage: registry %s sends the %s prompt, and the extractor given has already loaded the %s prompt; pass a fresh one", form, want, loaded.Name())
 	}
 	return s, nil
+}
+
+// form resolves o.Registry for the llm variant.
+func (o Options) form() (string, error) {
+	switch o.Registry {
+	case RegistrySequential, RegistryParallel:
+		return o.Registry, nil
+	case "":
+	default:
+		return "", fmt.Errorf("registry %q, want %s or %s", o.Registry, RegistrySequential, RegistryParallel)
+	}
+	if t := o.LLM.Template; t != nil {
+		if t.Name() == ParallelPromptName {
+			return RegistryParallel, nil
+		}
+		return RegistrySequential, nil
+	}
+	role := cmp.Or(o.LLM.Role, annotator.DefaultRole)
+	if o.LLM.Client != nil && o.LLM.Client.BatchMode(role) {
+		return RegistryParallel, nil
+	}
+	return RegistrySequential, nil
+}
+
+// Registry returns the llm variant's form ("" when only the heuristic
+// runs).
+func (s *Stage) Registry() string {
+	switch {
+	case s.prop != nil:
+		return RegistryParallel
+	case s.llm != nil:
+		return RegistrySequential
+	}
+	return ""
+}
+
+// BatchRoundsFor is how many batch rounds the stage needs for a conversation
+// of n user turns when its model calls go through batches: one per turn for
+// the sequential form, one for the parallel form, none for the heuristic.
+func (s *Stage) BatchRoundsFor(n int) int {
+	switch {
+	case n <= 0:
+		return 0
+	case s.prop != nil:
+		return 1
+	case s.llm != nil:
+		return n
+	}
+	return 0
 }
 
 // Name implements pipeline.Stage.
@@ -47,10 +133,13 @@ func (s *Stage) Name() string { return StageName }
 // Prompts returns the prompt the llm extractor renders (none for the
 // heuristic alone), for the run to say which one is in use.
 func (s *Stage) Prompts() []*prompt.Template {
-	if s.llm == nil {
-		return nil
+	switch {
+	case s.prop != nil:
+		return []*prompt.Template{s.prop.core().Prompt()}
+	case s.llm != nil:
+		return []*prompt.Template{s.llm.core().Prompt()}
 	}
-	return []*prompt.Template{s.llm.core().Prompt()}
+	return nil
 }
 
 // Variants implements pipeline.Stage.
@@ -62,25 +151,32 @@ func (s *Stage) Variants() []pipeline.Variant {
 	if s.llm != nil {
 		out = append(out, pipeline.Variant{Name: "llm", Version: s.llm.Version()})
 	}
+	if s.prop != nil {
+		out = append(out, pipeline.Variant{Name: "llm", Version: s.prop.Version()})
+	}
 	return out
 }
 
 // ModelWindow implements pipeline.ModelStage: the window of the llm
-// extractor's endpoint, or 0 when only the heuristic runs. Each conversation
-// has one call in flight at a time (see Process), so the window is filled
-// by conversations.
+// extractor's endpoint, or 0 when only the heuristic runs. In the
+// sequential form each conversation has one call in flight at a time (see
+// Process), so the window is filled by conversations.
 func (s *Stage) ModelWindow() int {
-	if s.llm == nil {
-		return 0
+	switch {
+	case s.prop != nil:
+		return pipeline.DefaultWindow(s.prop.Client, s.prop.Role)
+	case s.llm != nil:
+		return pipeline.DefaultWindow(s.llm.Client, s.llm.Role)
 	}
-	return pipeline.DefaultWindow(s.llm.Client, s.llm.Role)
+	return 0
 }
 
-// Process implements pipeline.Stage. Turns are read strictly in order
-// because each one's input holds the registry the earlier ones built; the
-// llm variant's turns go through Task.Each one at a time, so a stop between
-// two of them leaves the conversation pending instead of paying for the
-// rest.
+// Process implements pipeline.Stage. In the sequential form turns are read
+// strictly in order because each one's input holds the registry the earlier
+// ones built; the llm variant's turns go through Task.Each one at a time,
+// so a stop between two of them leaves the conversation pending instead of
+// paying for the rest. In the parallel form every turn is asked at once and
+// the registries are built once all answers are in.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
 	n := t.Conv.UserTurns()
 	out := make([]pipeline.Result, 0, len(t.Variants))
@@ -97,6 +193,11 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 					return nil, err
 				}
 				units = append(units, pipeline.Unit{Turn: turn, Output: b})
+			}
+		case v.Name == "llm" && s.prop != nil:
+			var err error
+			if units, err = s.parallel(ctx, t); err != nil {
+				return nil, err
 			}
 		case v.Name == "llm" && s.llm != nil:
 			units = make([]pipeline.Unit, n)
@@ -117,4 +218,37 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		out = append(out, pipeline.Result{Variant: v, Units: units})
 	}
 	return out, nil
+}
+
+// parallel asks for every user turn of t's conversation at once, then folds
+// the proposals into each turn's registry in turn order (Consolidate). A
+// failed turn contributes nothing, as a failed turn of the sequential form
+// leaves the registry as it was.
+func (s *Stage) parallel(ctx context.Context, t pipeline.Task) ([]pipeline.Unit, error) {
+	n := t.Conv.UserTurns()
+	units := make([]pipeline.Unit, n)
+	props := make([][]Proposal, n)
+	names := make([]string, n)
+	err := t.Each(ctx, n, 0, func(ctx context.Context, i int) error {
+		u, p, name, err := s.prop.propose(ctx, InputAt(t.Conv, i+1, nil), t.Retry)
+		units[i], props[i], names[i] = u, p, name
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var reg []Constraint
+	for i := range units {
+		if units[i].Failed {
+			continue
+		}
+		var added []Constraint
+		added, reg = Consolidate(reg, props[i], i+1)
+		b, err := Record{New: added, Registry: reg, Annotator: names[i]}.Encode()
+		if err != nil {
+			return nil, fmt.Errorf("encoding turn %d of %s: %w", i+1, t.Conv.ID, err)
+		}
+		units[i].Output = b
+	}
+	return units, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/analyze"
 )
@@ -486,6 +487,13 @@ func UsesOnlineMemory(st Strategy) bool {
 type OnlineStage struct {
 	*Stage
 	mem *OnlineMemory
+
+	// In batch mode the chain stops for the pass at the first conversation
+	// whose learning waits for a batch (held, at heldAt): the conversations
+	// after it cannot know their cheatsheet yet. See Chain.
+	mu     sync.Mutex
+	held   bool
+	heldAt int64
 }
 
 // NewOnlineStage returns the stage for strategies (built with OnlineByName
@@ -520,10 +528,74 @@ func (s *OnlineStage) Chain(ctx context.Context, t pipeline.Task) (func(context.
 		return func(ctx context.Context) ([]pipeline.Result, error) { return s.Stage.Process(ctx, t) }, nil
 	}
 	tc := s.tokenCache(t)
+	if s.heldBefore(t.Seq) {
+		// An earlier conversation's learning waits for a batch, so this
+		// one's cheatsheet is not known: only what reads none is asked.
+		wait := fmt.Errorf("curating %s: the online memory waits for an earlier conversation's batch answers: %w", t.Conv.ID, llm.ErrDeferred)
+		return func(ctx context.Context) ([]pipeline.Result, error) { return nil, s.askAhead(ctx, t, tc, true, wait) }, nil
+	}
 	m, err := s.mem.Before(ctx, t.Seq, t.Conv, tc)
+	if errors.Is(err, llm.ErrDeferred) {
+		s.hold(t.Seq)
+		wait := fmt.Errorf("curating %s: %w", t.Conv.ID, err)
+		return func(ctx context.Context) ([]pipeline.Result, error) { return nil, s.askAhead(ctx, t, tc, false, wait) }, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("curating %s: %w", t.Conv.ID, err)
 	}
 	tc.remember(memoKey{kind: onlineMemoKind}, m)
 	return func(ctx context.Context) ([]pipeline.Result, error) { return s.processWith(ctx, t, tc) }, nil
+}
+
+// hold stops the chain for this pass at the conversation at seq, whose
+// learning waits for a batch.
+func (s *OnlineStage) hold(seq int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held, s.heldAt = true, seq
+}
+
+// heldBefore reports whether the chain waits at a conversation before seq.
+// Chain is called in ingest order within a pass, so a seq at or before the
+// held one starts a new pass (the batch's answers are in): the hold ends.
+func (s *OnlineStage) heldBefore(seq int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held && seq <= s.heldAt {
+		s.held = false
+	}
+	return s.held
+}
+
+// askAhead queues what t's conversation can ask while the online chain
+// waits (the cheatsheet is the one input not known yet): the calls of its
+// strategies that do not use the memory and, with firstSteps, the part of
+// each analysis of the chain's trajectory that reads no cheatsheet (step
+// 1). Their answers are the ones the pass that reaches the conversation
+// asks for, so the chain's wait costs each conversation the rounds of its
+// later steps only. It returns wait, the task's deferral, unless an error
+// must stop the run.
+func (s *OnlineStage) askAhead(ctx context.Context, t pipeline.Task, tc *TokenCache, firstSteps bool, wait error) error {
+	if firstSteps {
+		var d deferrals
+		sel, _ := selectTurns(t.Conv, s.mem.from)
+		for _, tr := range sel {
+			// The chain asks with re-ask counter 0 (see learn).
+			_, err := s.mem.an.FirstStep(ctx, t.Conv, tr.Index, 0)
+			if err := d.note(err); err != nil {
+				return err
+			}
+		}
+	}
+	rest := t
+	rest.Variants = slices.DeleteFunc(slices.Clone(t.Variants), func(v pipeline.Variant) bool {
+		st, ok := s.byName[v.Name]
+		return ok && UsesOnlineMemory(st)
+	})
+	if len(rest.Variants) > 0 {
+		if _, err := s.processWith(ctx, rest, tc); err != nil && !errors.Is(err, llm.ErrDeferred) {
+			return err
+		}
+	}
+	return wait
 }

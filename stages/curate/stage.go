@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/analyze"
@@ -167,6 +168,9 @@ func (s *Stage) tokenCache(t pipeline.Task) *TokenCache {
 func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache) ([]pipeline.Result, error) {
 	out := make([]pipeline.Result, 0, len(t.Variants))
 	from := s.turns().First(t.Conv.UserTurns())
+	// A request deferred to a batch does not stop the other strategies:
+	// they queue theirs in the same pass, so one batch round serves all.
+	var deferred error
 	for _, v := range t.Variants {
 		st, ok := s.byName[v.Name]
 		if !ok {
@@ -177,6 +181,12 @@ func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache
 			continue
 		}
 		ctxs, err := st.Contexts(ctx, t.Conv, from, tc)
+		if errors.Is(err, llm.ErrDeferred) {
+			if deferred == nil {
+				deferred = fmt.Errorf("curating %s with %s: %w", t.Conv.ID, v.Name, err)
+			}
+			continue
+		}
 		var te *TurnError
 		if err != nil && !errors.As(err, &te) {
 			return nil, fmt.Errorf("curating %s with %s: %w", t.Conv.ID, v.Name, err)
@@ -195,6 +205,9 @@ func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache
 			units = append(units, pipeline.Unit{Turn: te.Turn, Failed: true, Error: te.Err.Error(), Raw: te.Raw})
 		}
 		out = append(out, pipeline.Result{Variant: v, Units: units})
+	}
+	if deferred != nil {
+		return nil, deferred
 	}
 	return out, nil
 }

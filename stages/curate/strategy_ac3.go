@@ -2,10 +2,12 @@ package curate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/stages/analyze"
 )
 
@@ -86,6 +88,12 @@ func orNothing(s string) string {
 // original U_t and C_t, so one analysis per turn serves every operator, and
 // the cap counts resets whether or not the history had changed. With
 // ReplayPrefix every turn starts again from its own logged prefix C_t.
+//
+// So no call reads the answer of another turn: only whether a turn is
+// under the cap depends on earlier gates. In batch mode every turn past
+// the floor is asked at once and the cap applied afterwards (prefetch),
+// which gives the same contexts in as many batch rounds as the calls have
+// steps.
 type Operator struct {
 	op      string
 	an      *analyze.Analyzer
@@ -152,11 +160,108 @@ func rememberAnalysis(ctx context.Context, an *analyze.Analyzer, m Memory, t int
 	return err
 }
 
+// batched reports whether an's calls go to batches, where an answer not in
+// the cache comes back a round trip (minutes to a day) later.
+func batched(an *analyze.Analyzer) bool {
+	cl := an.Client()
+	return cl != nil && cl.BatchMode(an.Role())
+}
+
+// deferrals collects what a pass that asks every call at once meets: the
+// first deferral to a batch, which leaves the task pending, and a unit
+// failure, which is only noted, since the pass in turn order meets it where
+// the online run would.
+type deferrals struct{ err error }
+
+// note keeps a deferral and passes over a unit failure; any other error is
+// returned, to stop the run.
+func (d *deferrals) note(err error) error {
+	var te *TurnError
+	switch {
+	case err == nil:
+	case errors.Is(err, llm.ErrDeferred):
+		if d.err == nil {
+			d.err = err
+		}
+	case errors.As(err, &te):
+	default:
+		if _, failed := analyze.Failure(err); !failed {
+			return err
+		}
+	}
+	return nil
+}
+
+// prefetch asks, in batch mode, every call of the operator over c whose
+// inputs are known, so they share a batch instead of taking a round trip
+// each: the analysis of every turn past the floor (step 1 of all turns in
+// one round, step 2 in the next) and, for rewrite, the rewrite of every
+// turn whose analysis found issues. The cap is not applied here: whether a
+// turn is under it depends on the gate answers of the turns before, so
+// turns past it are asked too and the cap is applied after the answers are
+// in, by the pass in turn order. That pass then reads only memoized or
+// cached answers and decides exactly as online; the analyses of turns
+// past the cap are paid for and not used (the dry run's estimate already
+// counts them). It returns the first deferral, or an error that stops the
+// run.
+func (s *Operator) prefetch(ctx context.Context, c *conv.Conversation, sel []conv.Turn, tc *TokenCache) error {
+	var d deferrals
+	for _, tr := range sel {
+		if tr.Index <= s.gate.Floor {
+			continue
+		}
+		a, _, err := analysisOf(ctx, s.an, s.memory, c, tr.Index, tc)
+		if err == nil && s.op == OpRewrite && a.HasIssues() {
+			_, _, err = s.rewriteOf(ctx, c, a, tr, tc)
+		}
+		if err := d.note(err); err != nil {
+			return err
+		}
+	}
+	return d.err
+}
+
+type rewriteResult struct {
+	text string
+	use  analyze.Usage
+	err  error
+}
+
+// rewriteOf returns the rewrite call's briefing for turn tr, made once per
+// conversation from the analysis a (memoized with the analysis' version and
+// memory, so prefetch and the pass in turn order share it). A unit failure
+// comes back as a *TurnError.
+func (s *Operator) rewriteOf(ctx context.Context, c *conv.Conversation, a analyze.Analysis, tr conv.Turn, tc *TokenCache) (string, analyze.Usage, error) {
+	k := memoKey{kind: "rewrite", version: s.an.Version() + "|" + s.memory.Hash + "|" + s.an.RewriteVersion(s.form.rewrite), n: tr.Index}
+	if v, ok := tc.recall(k); ok {
+		r := v.(rewriteResult)
+		return r.text, r.use, r.err
+	}
+	ct, _ := c.ContextBefore(tr.Index)
+	text, use, err := s.an.Rewrite(ctx, s.form.rewrite, a, ct, tc.Retry())
+	if err != nil {
+		if raw, ok := analyze.Failure(err); ok {
+			err = &TurnError{Turn: tr.Index, Raw: raw, Err: err}
+		}
+	}
+	if ctx.Err() == nil {
+		tc.remember(k, rewriteResult{text, use, err})
+	}
+	return text, use, err
+}
+
 // Contexts builds the operator's context for each turn t >= from. It
 // returns a *TurnError with the contexts before a turn whose analysis
-// failed; any other error stops the run.
+// failed; any other error stops the run. In batch mode it first asks every
+// call it may need (prefetch) and returns the deferral, with no contexts,
+// while any of them waits for a batch.
 func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
 	sel, _ := selectTurns(c, from)
+	if batched(s.an) {
+		if err := s.prefetch(ctx, c, sel, tc); err != nil {
+			return nil, err
+		}
+	}
 	head, _ := systemHead(c, tc)
 	var (
 		out    []Context
@@ -227,13 +332,9 @@ func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int,
 					info.Action = ActionContinue
 				}
 			case s.op == OpRewrite:
-				ct, _ := c.ContextBefore(tr.Index)
-				text, use, err := s.an.Rewrite(ctx, s.form.rewrite, a, ct, tc.Retry())
+				text, use, err := s.rewriteOf(ctx, c, a, tr, tc)
 				info.OperatorUsage = use
 				if err != nil {
-					if raw, ok := analyze.Failure(err); ok {
-						return out, &TurnError{Turn: tr.Index, Raw: raw, Err: err}
-					}
 					return out, err
 				}
 				if parts, err = s.form.replacement(s.op, c, head, a, text, tr); err != nil {

@@ -39,11 +39,56 @@ type summaryResult struct {
 	use  analyze.Usage
 }
 
-// Contexts builds the sum context for each turn t >= from.
+// prefetchedSummary is a summary prefetch asked for and no context has
+// used yet: the first context that needs it records its calls, as online.
+type prefetchedSummary struct{ summaryResult }
+
+func (s *Summarized) summaryKey(i int) memoKey {
+	return memoKey{kind: "summary", version: s.version, n: i}
+}
+
+// prefetch asks, in batch mode, the summary of every reply a context of
+// sel needs: no summary reads another, so they share one batch instead of
+// a round trip each. It returns the first deferral, or an error that stops
+// the run; a unit failure is left to the pass in turn order, which meets
+// it where the online run would.
+func (s *Summarized) prefetch(ctx context.Context, c *conv.Conversation, sel []conv.Turn, tc *TokenCache) error {
+	var d deferrals
+	lastUser := ""
+	for i := 0; i < sel[len(sel)-1].User; i++ {
+		m := c.Messages[i]
+		if m.Role == conv.User {
+			lastUser = m.Content
+		}
+		if !isAssistantSide(m.Role) {
+			continue
+		}
+		if _, ok := tc.recall(s.summaryKey(i)); ok {
+			continue
+		}
+		text, use, err := s.an.Summarize(ctx, lastUser, m.Content, tc.Retry())
+		if err == nil {
+			tc.remember(s.summaryKey(i), prefetchedSummary{summaryResult{text: text, use: use}})
+		}
+		if err := d.note(err); err != nil {
+			return err
+		}
+	}
+	return d.err
+}
+
+// Contexts builds the sum context for each turn t >= from. In batch mode
+// it first asks every summary it needs (prefetch) and returns the
+// deferral, with no contexts, while any waits for a batch.
 func (s *Summarized) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
 	sel, _ := selectTurns(c, from)
 	if len(sel) == 0 {
 		return nil, nil
+	}
+	if batched(s.an) {
+		if err := s.prefetch(ctx, c, sel, tc); err != nil {
+			return nil, err
+		}
 	}
 	head, _ := systemHead(c, tc)
 	last := sel[len(sel)-1].User
@@ -63,9 +108,13 @@ func (s *Summarized) Contexts(ctx context.Context, c *conv.Conversation, from in
 				view = append(view, MessagePart(next))
 				continue
 			}
-			k := memoKey{kind: "summary", version: s.version, n: next}
+			k := s.summaryKey(next)
 			v, ok := tc.recall(k)
-			if !ok {
+			if p, first := v.(prefetchedSummary); first {
+				info.OperatorUsage.Add(p.use)
+				v = p.summaryResult
+				tc.remember(k, v)
+			} else if !ok {
 				text, use, err := s.an.Summarize(ctx, lastUser, m.Content, tc.Retry())
 				info.OperatorUsage.Add(use)
 				if err != nil {

@@ -11,6 +11,13 @@
 // finds its answers there. Requests a batch did not answer go to the
 // configured fallback: a new batch, or online.
 //
+// The driver does not know which stage queued a request: everything queued
+// when Submit runs goes into the same round, one input file per endpoint
+// (a model of the config) split at the API's limits, so stages that do not
+// read each other's answers can queue first and share a round. Polls start
+// two seconds apart and the wait doubles up to Options.Poll; a batch found
+// over is imported before the next wait.
+//
 // Points where a killed process leaves a batch, and what the next run does:
 //
 //	prepared   requests assigned in the run file; the file is (re)uploaded

@@ -32,6 +32,11 @@ const (
 	DefaultMaxBytes    = 200 << 20
 	DefaultMaxSubmits  = 3
 	DefaultPoll        = 30 * time.Second
+	// DefaultFirstPoll is the first wait between polls: short, so a batch
+	// the endpoint finishes in seconds is imported in seconds. Each next
+	// wait doubles, up to Poll, so a slow batch is polled no more often
+	// than Poll says.
+	DefaultFirstPoll = 2 * time.Second
 )
 
 // ErrStopped is returned by Wait when Options.Stop closed while batches
@@ -46,8 +51,11 @@ type Options struct {
 	// OpenAI limits, 50,000 requests and 200 MB).
 	MaxRequests int
 	MaxBytes    int64
-	// Poll is the wait between two rounds of polling (default 30s).
-	Poll time.Duration
+	// Poll is the longest wait between two polls of the live batches
+	// (default 30s). The first wait is FirstPoll (default 2s, never more
+	// than Poll) and each next one twice the one before, up to Poll.
+	Poll      time.Duration
+	FirstPoll time.Duration
 	// Fallback is FallbackResubmit (default) or FallbackOnline.
 	Fallback string
 	// MaxSubmits bounds how many batches one request goes into under
@@ -64,6 +72,10 @@ type Options struct {
 	// export_test.go; an error returned there is returned as if the
 	// process had died at that point: nothing after it is recorded.
 	hook func(point string) error
+	// sleep, when set (by tests), is called instead of waiting between
+	// polls, with the wait the driver would take, so tests see the
+	// waits without spending them.
+	sleep func(wait time.Duration)
 }
 
 // Driver submits the requests a run queued (see ledger.BatchQueue) as
@@ -97,6 +109,10 @@ func New(o Options) (*Driver, error) {
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll
 	}
+	if o.FirstPoll <= 0 {
+		o.FirstPoll = DefaultFirstPoll
+	}
+	o.FirstPoll = min(o.FirstPoll, o.Poll)
 	if o.MaxSubmits <= 0 {
 		o.MaxSubmits = DefaultMaxSubmits
 	}
@@ -288,7 +304,14 @@ func (d *Driver) observe(b *ledger.Batch, rb llm.RemoteBatch) {
 }
 
 // Wait polls the run's live batches until every one is over and imported.
+// A batch found over is imported at once, before the next wait; the waits
+// between polls start at FirstPoll and double up to Poll, so a round of
+// batches the endpoint answers in a second takes seconds, and one it
+// answers in hours is polled every Poll. Wait blocks until then, until
+// Options.Stop is closed (ErrStopped: the batches stay recorded for the
+// next run) or ctx ends.
 func (d *Driver) Wait(ctx context.Context) error {
+	wait := d.o.FirstPoll
 	for {
 		live, err := d.o.Ledger.Batches(ctx, true)
 		if err != nil {
@@ -330,16 +353,36 @@ func (d *Driver) Wait(ctx context.Context) error {
 		if running == 0 {
 			return nil
 		}
-		t := time.NewTimer(d.o.Poll)
+		if err := d.pause(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, d.o.Poll)
+	}
+}
+
+// pause waits between two polls. It returns ErrStopped when Options.Stop
+// is closed first, ctx's error when ctx ends first.
+func (d *Driver) pause(ctx context.Context, wait time.Duration) error {
+	if d.o.sleep != nil {
+		d.o.sleep(wait)
 		select {
-		case <-t.C:
 		case <-d.o.Stop:
-			t.Stop()
 			return ErrStopped
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
+		default:
+			return nil
 		}
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-d.o.Stop:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -345,5 +346,64 @@ func TestDriverStop(t *testing.T) {
 	bs, _ := e.l.Batches(context.Background(), true)
 	if len(bs) != 1 || bs[0].State != ledger.BatchSubmitted || bs[0].RemoteID == "" {
 		t.Fatalf("live batches %+v", bs)
+	}
+}
+
+// TestDriverPollWaits checks the waits the driver asks for between polls:
+// short at first, doubling up to Poll, and none after the poll that finds
+// the last batch over (its answers are imported at once). The test server
+// counts polls, not time, and the waits are recorded, not slept.
+func TestDriverPollWaits(t *testing.T) {
+	const s = time.Second
+	tests := []struct {
+		name      string
+		polls     int // polls that see the batches in progress
+		poll      time.Duration
+		firstPoll time.Duration
+		want      []time.Duration
+	}{
+		{name: "over at the first poll", polls: 0, poll: 30 * s, want: nil},
+		{name: "over at the second poll", polls: 1, poll: 30 * s, want: []time.Duration{2 * s}},
+		{name: "doubling up to the poll setting", polls: 7, poll: 30 * s,
+			want: []time.Duration{2 * s, 4 * s, 8 * s, 16 * s, 30 * s, 30 * s, 30 * s}},
+		{name: "a poll setting under the first wait", polls: 3, poll: time.Second / 2,
+			want: []time.Duration{s / 2, s / 2, s / 2}},
+		{name: "a first wait of its own", polls: 4, poll: 10 * s, firstPoll: s,
+			want: []time.Duration{s, 2 * s, 4 * s, 8 * s}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, llmtest.Options{Batch: llmtest.BatchOptions{Polls: tc.polls}})
+			e.ask(5)
+			var waits []time.Duration
+			o := batch.Options{Client: e.c, Ledger: e.l, MaxRequests: 2, Poll: tc.poll, FirstPoll: tc.firstPoll, TempDir: t.TempDir()}
+			batch.SetSleep(&o, func(w time.Duration) {
+				// Every batch is polled before each wait: none is over
+				// and left unimported while the driver waits.
+				bs, _ := e.l.Batches(context.Background(), true)
+				for _, b := range bs {
+					if b.State == ledger.BatchEnded {
+						t.Errorf("batch %d is over but waits to be imported", b.ID)
+					}
+				}
+				waits = append(waits, w)
+			})
+			d, err := batch.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(waits, tc.want) {
+				t.Errorf("waits %v, want %v", waits, tc.want)
+			}
+			if got := len(e.srv.Batches()); got != 3 {
+				t.Errorf("%d batches, want 3", got)
+			}
+			if a, d, _ := e.ask(5); a != 5 || d != 0 {
+				t.Errorf("after the round: %d answered, %d deferred", a, d)
+			}
+		})
 	}
 }

@@ -380,8 +380,15 @@ func (c *File) Annotate() (a run.Annotate, notes []string, err error) {
 		return a, nil, fmt.Errorf("stages.refs.annotator: %q, but refs come from the classify call, which uses %q; make them the same", refs, a.Classify)
 	}
 	a.Classify = cmp.Or(a.Classify, refs)
-	if a.Constraints, err = annotatorOf(st.Constraints, "stages.constraints"); err != nil {
+	var registry string
+	if a.Constraints, registry, err = constraintsOf(st.Constraints); err != nil {
 		return a, nil, err
+	}
+	if a.Constraints == run.LLM {
+		a.ConstraintsRegistry = registry
+		if a.Prompts, err = withConstraintsForm(a.Prompts, registry); err != nil {
+			return a, nil, err
+		}
 	}
 	p, ok, err := c.pollutionSection()
 	if err != nil || !ok {

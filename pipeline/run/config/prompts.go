@@ -48,7 +48,7 @@ func promptSpecs() map[string]map[string]prompt.Spec {
 	return map[string]map[string]prompt.Spec{
 		"lic":         lic,
 		"classify":    {"classify": classify.PromptSpec()},
-		"constraints": {"constraints": constraints.PromptSpec()},
+		"constraints": {"constraints": constraints.PromptSpec(), constraints.ParallelPromptName: constraints.ParallelPromptSpec()},
 		"pollution":   {"pollution": pollution.PromptSpec()},
 		"curate":      cur,
 		"judge":       {"pairwise": judge.PromptSpec()},
