@@ -70,7 +70,9 @@ func TestCurateBatchRounds(t *testing.T) {
 		rounds     int // curate's
 		all        int // the run's at most
 	}{
-		{name: "e2e as shipped", rounds: 2, all: 8},
+		// The e2e config as shipped (curate in 2 rounds) is
+		// TestEndToEndBatchMatchesOnline's, which checks its exports and
+		// rounds the same way.
 		{name: "held-out strategies", strategies: "[fc, ao, gated-reset, augment, rewrite, sum, adaptive]", rounds: 3, all: 8},
 		// Sequential by design: a first round with step 1 of every
 		// conversation, then 3 per conversation (7 of them), then the
