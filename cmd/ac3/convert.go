@@ -22,6 +22,7 @@ func convertCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "show-bad", Usage: "print each bad record's file, line and reason"},
 		),
 		Action: func(c *cli.Context) error {
+			memoryCeiling(e, convertMemoryLimit)
 			cv := run.Conversion{Files: c.Args().Slice(), Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c), Out: c.String("out")}
 			if c.Bool("show-bad") {
 				cv.OnBad = func(b record.Bad) { fmt.Fprintf(e.stderr, "%s: %s: %s\n", b.Source, b.Reason, b.Detail) }

@@ -25,6 +25,7 @@ func TestMemoryLimitApplied(t *testing.T) {
 		{"flag", nil, []string{"--memory-limit", "1GiB", "status", "--db", db}, []int64{1 << 30}},
 		{"off", nil, []string{"--memory-limit", "off", "status", "--db", db}, nil},
 		{"ingest default", nil, []string{"ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{writerMemoryLimit, ingestMemoryLimit}},
+		{"convert default", nil, []string{"convert", "--out", filepath.Join(dir, "c.parquet"), repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{writerMemoryLimit, convertMemoryLimit}},
 		{"writer default", nil, []string{"curate", "--db", db, "--strategies", "fc"}, []int64{writerMemoryLimit}},
 		{"writer with flag", nil, []string{"--memory-limit", "2GiB", "curate", "--db", db, "--strategies", "fc"}, []int64{2 << 30}},
 		{"ingest with flag", nil, []string{"--memory-limit", "300MiB", "ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{300 << 20}},

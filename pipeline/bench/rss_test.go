@@ -59,9 +59,11 @@ func child(mode string) int {
 	return 2
 }
 
-// launched is what a launcher passes back: the job's peak RSS and output.
+// launched is what a launcher passes back: the job's peak RSS, CPU time
+// (user and system) and output.
 type launched struct {
 	MaxRSSKB int64  `json:"maxrss_kb"`
+	CPUNanos int64  `json:"cpu_ns"`
 	Stdout   []byte `json:"stdout"`
 }
 
@@ -93,7 +95,7 @@ func launch() int {
 		return 1
 	}
 	// Linux reports Maxrss in kilobytes.
-	json.NewEncoder(os.Stdout).Encode(launched{MaxRSSKB: ru.Maxrss, Stdout: stdout.Bytes()})
+	json.NewEncoder(os.Stdout).Encode(launched{MaxRSSKB: ru.Maxrss, CPUNanos: ru.Utime.Nano() + ru.Stime.Nano(), Stdout: stdout.Bytes()})
 	return 0
 }
 
@@ -102,13 +104,27 @@ func launch() int {
 // kernel's accounting of the finished process, its wall time and its
 // standard output.
 func peakRSS(launcher string, cmd *exec.Cmd) (int64, time.Duration, []byte, error) {
+	r, err := launchJob(launcher, cmd)
+	return r.rss, r.wall, r.out, err
+}
+
+// jobRun is what launchJob measured of one process.
+type jobRun struct {
+	rss       int64
+	wall, cpu time.Duration
+	out       []byte
+}
+
+// launchJob is peakRSS with the process's CPU time (user and system, from
+// the same accounting).
+func launchJob(launcher string, cmd *exec.Cmd) (jobRun, error) {
 	env := cmd.Env
 	if env == nil {
 		env = os.Environ()
 	}
 	job, err := json.Marshal(struct{ Argv, Env []string }{cmd.Args, env})
 	if err != nil {
-		return 0, 0, nil, err
+		return jobRun{}, err
 	}
 	l := exec.Command(launcher)
 	l.Env = append(os.Environ(), childEnv+"=launch", childJob+"="+string(job))
@@ -116,14 +132,14 @@ func peakRSS(launcher string, cmd *exec.Cmd) (int64, time.Duration, []byte, erro
 	l.Stdout, l.Stderr = &stdout, &stderr
 	t0 := time.Now()
 	if err := l.Run(); err != nil {
-		return 0, 0, nil, fmt.Errorf("running %s: %w: %s", cmd.Path, err, bytes.TrimSpace(stderr.Bytes()))
+		return jobRun{}, fmt.Errorf("running %s: %w: %s", cmd.Path, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	wall := time.Since(t0)
 	var res launched
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		return 0, 0, nil, fmt.Errorf("reading the launcher's report %q: %w", stdout.Bytes(), err)
+		return jobRun{}, fmt.Errorf("reading the launcher's report %q: %w", stdout.Bytes(), err)
 	}
-	return res.MaxRSSKB << 10, wall, res.Stdout, nil
+	return jobRun{rss: res.MaxRSSKB << 10, wall: wall, cpu: time.Duration(res.CPUNanos), out: res.Stdout}, nil
 }
 
 // BenchmarkRSS is figure 3: the peak RSS of the first 10k and of all 200k

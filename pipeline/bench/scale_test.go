@@ -239,8 +239,8 @@ func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 }
 
 type scaleFigure struct {
-	rss  int64
-	wall time.Duration
+	rss       int64
+	wall, cpu time.Duration
 }
 
 // BenchmarkScale is issue 9's memory figure: every command of a heuristic
@@ -251,9 +251,13 @@ type scaleFigure struct {
 // changes the sizes), each command in its own process, printing its wall
 // time and peak RSS at each size. Targets: at the largest size a command's
 // peak RSS is at most 1.1× its peak at the smallest, and never above 1 GiB.
-// A step that ends within quickStep and can be run again without changing
-// the run (ingest into a scratch file, every reader) is run quickRuns times
-// and its median peak taken.
+// Each step also runs with --memory-limit off (see measureGoverned): a step
+// that ends within quickStep is run quickRuns times each way, alternating,
+// and the medians taken; a second table prints both columns (wall, CPU,
+// peak RSS), and a step whose governed wall or CPU time is above
+// maxGovernCost times its time without the governor fails (issue 28). This
+// doubles the benchmark's time, and a step that writes to the run (annotate,
+// curate) needs a second copy of the run file on disk while it is measured.
 //
 // The million-conversation run takes about an hour of commands on a small
 // machine, plus generating its input, and about 22 GB of disk: the input
@@ -274,6 +278,8 @@ func BenchmarkScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	figs := map[string]map[int]scaleFigure{}
+	gov := map[string]map[int]governed{}
+	ceilings := map[string]int{}
 	var order []string
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("conversations=%d", n), func(b *testing.B) {
@@ -298,18 +304,22 @@ func BenchmarkScale(b *testing.B) {
 			}
 			var peak int64
 			for _, st := range steps {
-				f, err := measureStep(self, bin, st, median)
+				g, err := measureGoverned(self, bin, st, filepath.Join(dir, "run.db"))
 				if err != nil {
 					b.Fatalf("%s: %v", st.name, err)
 				}
+				f := g.gov
 				if figs[st.name] == nil {
 					figs[st.name] = map[int]scaleFigure{}
+					gov[st.name] = map[int]governed{}
 					order = append(order, st.name)
 				}
-				figs[st.name][n] = f
+				figs[st.name][n], gov[st.name][n] = f, g
+				ceilings[st.name] = stepCeiling(st.args)
 				peak = max(peak, f.rss)
 				// Printed as it goes: the largest size runs for hours.
-				fmt.Fprintf(os.Stderr, "bench scale: %d conversations: %s: %.0f MB peak RSS, %.1f s\n", n, st.name, float64(f.rss)/mb, f.wall.Seconds())
+				fmt.Fprintf(os.Stderr, "bench scale: %d conversations: %s: %.0f MB peak RSS, %.1f s, %.1f CPU-s; --memory-limit off: %.0f MB, %.1f s, %.1f CPU-s\n",
+					n, st.name, float64(f.rss)/mb, f.wall.Seconds(), f.cpu.Seconds(), float64(g.off.rss)/mb, g.off.wall.Seconds(), g.off.cpu.Seconds())
 				if f.rss > maxRSSBytes {
 					b.Errorf("%s at %d conversations: peak RSS %.0f MB, over 1 GiB", st.name, n, float64(f.rss)/mb)
 				}
@@ -318,10 +328,14 @@ func BenchmarkScale(b *testing.B) {
 		})
 	}
 	printScale(os.Stdout, sizes, order, figs, maxRSSGrowth)
+	printGoverned(os.Stdout, sizes, order, gov, ceilings)
 	if len(order) > 0 {
 		fmt.Println("export preferences and winners are not run: they read judge verdicts, which this model-free run has none of.")
 	}
 	for _, e := range rssGrowthErrors(sizes, order, figs, maxRSSGrowth, "target") {
+		b.Error(e)
+	}
+	for _, e := range governErrors(sizes, order, gov) {
 		b.Error(e)
 	}
 }

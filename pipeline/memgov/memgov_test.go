@@ -68,7 +68,9 @@ func TestGovernor(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []int64
-			g := memgov.New(policy(), func(n int64) { got = append(got, n/mib) })
+			p := policy()
+			p.Headroom = 0 // read as 1: the limit is the peak itself
+			g := memgov.New(p, func(n int64) { got = append(got, n/mib) })
 			if tc.ceiling != 0 {
 				g.SetCeiling(tc.ceiling * mib)
 			}
@@ -79,6 +81,64 @@ func TestGovernor(t *testing.T) {
 				t.Errorf("limits %v MiB, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The limit held after the warm-up sits Headroom above its peak (so the
+// collector keeps its own pace there and the scavenger has no reason to
+// return pages), still within the floor and the ceiling, and a raise
+// multiplies it from there.
+func TestHeadroom(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		headroom float64
+		samples  []memgov.Sample
+		want     []int64 // MiB
+	}{
+		{"a quarter above the peak", 1.25,
+			[]memgov.Sample{s(0, 40, 0, 0, 0), s(5, 80, 3, 0.1, 4), s(10, 70, 6, 0.5, 9)},
+			[]int64{200, 100}},
+		{"the ceiling still bounds it", 1.25,
+			[]memgov.Sample{s(0, 40, 0, 0, 0), s(10, 180, 6, 0.5, 9)},
+			[]int64{200}},
+		{"the floor still holds", 1.5,
+			[]memgov.Sample{s(0, 5, 0, 0, 0), s(10, 10, 5, 0, 10)},
+			[]int64{200, 32}},
+		{"below 1 is 1", 0.5,
+			[]memgov.Sample{s(0, 40, 0, 0, 0), s(10, 90, 5, 0.5, 10)},
+			[]int64{200, 90}},
+		{"raised from the margin, not the peak", 1.25,
+			[]memgov.Sample{
+				s(0, 40, 0, 0, 0), s(10, 64, 5, 0.5, 10), // baseline 5%, limit 80
+				s(12, 80, 30, 1.5, 12), // 2 s, 50%: raise to 100
+			},
+			[]int64{200, 80, 100}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int64
+			p := policy()
+			p.Headroom = tc.headroom
+			g := memgov.New(p, func(n int64) { got = append(got, n/mib) })
+			for _, x := range tc.samples {
+				g.Observe(x)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("limits %v MiB, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The default policy holds a command that warmed up at 80 MiB at 100 MiB,
+// under a ceiling that leaves it room.
+func TestDefaultPolicy(t *testing.T) {
+	var got []int64
+	g := memgov.New(memgov.DefaultPolicy(256*mib), func(n int64) { got = append(got, n/mib) })
+	g.Observe(s(0, 40, 0, 0, 0))
+	g.Observe(s(15, 80, 10, 0.5, 10))
+	g.Observe(s(18, 80, 14, 0.6, 13)) // 3 s, 3%: within the slack
+	if want := []int64{256, 100}; !reflect.DeepEqual(got, want) {
+		t.Errorf("limits %v MiB, want %v", got, want)
 	}
 }
 

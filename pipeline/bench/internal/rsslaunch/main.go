@@ -1,7 +1,7 @@
 //go:build unix
 
-// Command rsslaunch runs one command and prints its peak RSS and standard
-// output as JSON, like the bench tests' launcher (AC3_BENCH_CHILD=launch),
+// Command rsslaunch runs one command and prints its peak RSS, CPU time and
+// standard output as JSON, like the bench tests' launcher (AC3_BENCH_CHILD=launch),
 // for TestMemoryFlat.
 //
 // Linux carries a process's RSS high-water mark across exec, and os/exec
@@ -47,8 +47,9 @@ func run() int {
 	// Linux reports Maxrss in kilobytes.
 	err := json.NewEncoder(os.Stdout).Encode(struct {
 		MaxRSSKB int64  `json:"maxrss_kb"`
+		CPUNanos int64  `json:"cpu_ns"` // user and system
 		Stdout   []byte `json:"stdout"`
-	}{ru.Maxrss, stdout.Bytes()})
+	}{ru.Maxrss, ru.Utime.Nano() + ru.Stime.Nano(), stdout.Bytes()})
 	if err != nil {
 		return 1
 	}
