@@ -9,8 +9,10 @@
 # builds 2 minutes (40 s of CPU), and seconds when only our code changed. The
 # fuzzer is then guided by coverage of our code (the readers' checks and
 # decoders, which is what the row-count oracle tests) and still runs Arrow
-# on every input. It defaults to the columnar readers; FUZZ_NARROW="" fuzzes
-# them with Arrow instrumented too, for a long run by hand.
+# on every input. It defaults to "all", every package narrowed (each -fuzz
+# build instrumented every dependency again: most of CI's fuzz time);
+# FUZZ_NARROW="" instruments dependencies too, for a long run by hand, and a
+# list of packages narrows only those.
 #
 # Minimizing a new input that widens coverage may take -test.fuzzminimizetime
 # (60 s by default) during which the engine reports no progress; it is capped
@@ -27,7 +29,7 @@ mod=$(go list -m)
 bins=$(mktemp -d)
 trap 'rm -rf "$bins"' EXIT
 cache="$(go env GOCACHE)/fuzz"
-narrow=${FUZZ_NARROW-io/parquetio io/arrowipc}
+narrow=${FUZZ_NARROW-all}
 for pkg in $(go list ./...); do
   rel=${pkg#"$mod"/}
   case " ${FUZZ_SKIP:-} " in *" $rel "*) echo "fuzz $pkg: skipped (FUZZ_SKIP)"; continue ;; esac
@@ -37,7 +39,7 @@ for pkg in $(go list ./...); do
   bin="$bins/$(echo "$rel" | tr / _).test"
   first=$(echo "$targets" | head -1)
   case " $narrow " in
-  *" $rel "*)
+  *" all "*|*" $rel "*)
     # -d=libfuzzer is the instrumentation -fuzz adds, here for our
     # packages only (see FUZZ_NARROW above).
     go test -c -gcflags="$mod/...=-d=libfuzzer" -o "$bin" "$pkg" ;;
