@@ -5,14 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/ledger"
@@ -191,21 +189,7 @@ func TestNearDedupeSurvivesKills(t *testing.T) {
 	const kills = 3
 	for i := range kills {
 		target := int64((float64(i) + 0.2 + 0.6*rng.Float64()) * float64(total) / (kills + 1))
-		cmd := ingest(db)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		at := waitProgress(t, db, target, exited, &out)
-		cmd.Process.Signal(syscall.SIGKILL)
-		err := <-exited
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Exited() {
-			t.Fatalf("kill %d did not end the process (%v): it finished first\n%s", i+1, err, out.String())
-		}
+		at := killAtProgress(t, ingest(db), db, target, i+1)
 		t.Logf("kill %d at %d of %d conversations (target %d)", i+1, at, total, target)
 	}
 	if p := runProgress(db); p >= total {

@@ -43,6 +43,28 @@ func runProgress(db string) int64 {
 	return n
 }
 
+// killAtProgress starts cmd, kills it with SIGKILL once the run file at db
+// has reached target (see runProgress), and returns the progress it had
+// when killed. It fails the test when the process finished first.
+func killAtProgress(t *testing.T, cmd *exec.Cmd, db string, target int64, n int) int64 {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	at := waitProgress(t, db, target, exited, &out)
+	cmd.Process.Signal(syscall.SIGKILL)
+	err := <-exited
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Exited() {
+		t.Fatalf("kill %d did not end the process (%v): it finished first\n%s", n, err, out.String())
+	}
+	return at
+}
+
 // waitProgress polls the run file at db until its progress reaches at
 // least target, and fails the test if the process exits first (its exit is
 // read from exited) or nothing reaches the target within a minute: an
@@ -130,21 +152,7 @@ export:
 	for i := 0; i < kills; i++ {
 		// Kill i lands in the i-th seventh of the run's progress.
 		target := int64((float64(i) + 0.2 + 0.6*rng.Float64()) * float64(total) / (kills + 1))
-		cmd := run(killed)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		at := waitProgress(t, db, target, exited, &out)
-		cmd.Process.Signal(syscall.SIGKILL)
-		err := <-exited
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Exited() {
-			t.Fatalf("kill %d did not end the process (%v): it finished first\n%s", i+1, err, out.String())
-		}
+		at := killAtProgress(t, run(killed), db, target, i+1)
 		t.Logf("kill %d at progress %d of %d (target %d)", i+1, at, total, target)
 	}
 	if p := runProgress(db); p >= total {

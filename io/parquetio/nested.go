@@ -127,18 +127,7 @@ func appendNested(b array.Builder, v any) int64 {
 	}
 	switch b := b.(type) {
 	case *array.StringBuilder:
-		var s string
-		switch v := v.(type) {
-		case string:
-			s = v
-		case []byte:
-			s = string(v)
-		case json.RawMessage:
-			s = string(v)
-		case conv.Role:
-			s = string(v)
-		}
-		return appendValidString(b, s)
+		return appendValidString(b, stringValue(v))
 	case *array.Int64Builder:
 		switch v := v.(type) {
 		case int64:

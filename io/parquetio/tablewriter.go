@@ -217,6 +217,21 @@ func (c *tableColumn) accepts(v any) error {
 	return nil
 }
 
+// stringValue is the text of a value a string column accepts.
+func stringValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	case json.RawMessage:
+		return string(v)
+	case conv.Role:
+		return string(v)
+	}
+	return ""
+}
+
 // append stores v, already checked by accepts, and returns roughly how many
 // bytes it adds to the row group.
 func (c *tableColumn) append(v any) int64 {
@@ -226,18 +241,7 @@ func (c *tableColumn) append(v any) int64 {
 	}
 	switch c.kind {
 	case kindString:
-		var s string
-		switch v := v.(type) {
-		case string:
-			s = v
-		case []byte:
-			s = string(v)
-		case json.RawMessage:
-			s = string(v)
-		case conv.Role:
-			s = string(v)
-		}
-		return appendValidString(c.b.(*array.StringBuilder), s)
+		return appendValidString(c.b.(*array.StringBuilder), stringValue(v))
 	case kindInt64:
 		var n int64
 		switch v := v.(type) {
