@@ -46,14 +46,14 @@ fuzz seconds="5":
 # 200k conversations as one process against 4 shards and their merge (issue
 # 11; `just bench-shard 20000` for a quick one).
 bench:
-    go test -run '^$' -bench 'Ingest|Curate|RSS' -benchtime 1x -timeout 60m ./pipeline/bench/
-    go test -run '^$' -bench Estimate -benchtime 1x ./pipeline/run/
+    go test -run '^$' -bench 'Ingest|Curate|RSS' -benchtime 1x -timeout 60m ./run/bench/
+    go test -run '^$' -bench Estimate -benchtime 1x ./run/
     go test -run '^$' -bench Throughput -benchtime 1x -timeout 30m ./pipeline/llm/
-    go test -run '^$' -bench '^BenchmarkModelStages$' -benchtime 1x -timeout 60m ./pipeline/modelstages/
-    go test -run '^$' -bench '^BenchmarkPlannerAtScale$' -benchtime 1x -timeout 60m ./pipeline/modelstages/
+    go test -run '^$' -bench '^BenchmarkModelStages$' -benchtime 1x -timeout 60m ./run/bench/modelstages/
+    go test -run '^$' -bench '^BenchmarkPlannerAtScale$' -benchtime 1x -timeout 60m ./run/bench/modelstages/
     go test -run '^$' -bench Faults -benchtime 1x -timeout 30m ./cmd/ac3/
-    go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./pipeline/bench/
-    AC3_BENCH_SCALE=10000,100000,1000000 go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 1440m ./pipeline/bench/
+    go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./run/bench/
+    AC3_BENCH_SCALE=10000,100000,1000000 go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 1440m ./run/bench/
 
 # Every command of a heuristic run (ingest, annotate, curate with six
 # strategies, the same curate again as the resume scan, status, inspect, dry
@@ -65,12 +65,12 @@ bench:
 # governed wall or CPU time is above 1.05x its time without the governor
 # fails (issue 28). The same comparison of `ac3 convert` against DuckDB's
 # COPY to Parquet (target <= 0.40x DuckDB's wall time):
-# AC3_DUCKDB_DIR=DIR go test -run '^$' -bench ConvertDuckDB -benchtime 1x ./pipeline/bench/
+# AC3_DUCKDB_DIR=DIR go test -run '^$' -bench ConvertDuckDB -benchtime 1x ./run/bench/
 # (DIR from scripts/duckdb/install.sh DIR).
 # AC3_BENCH_KEEP=DIR keeps each size's run file and exports in DIR;
 # AC3_BENCH_BIN=PATH runs a prebuilt ac3 instead of building one.
 bench-scale sizes="10000,100000,1000000":
-    AC3_BENCH_SCALE={{sizes}} go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 1440m ./pipeline/bench/
+    AC3_BENCH_SCALE={{sizes}} go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 1440m ./run/bench/
 
 # The LLM-free run (ingest, heuristic annotators, six strategies, report,
 # exports) over N conversations as one `ac3 run` against 4 `ac3 run --shard
@@ -78,7 +78,7 @@ bench-scale sizes="10000,100000,1000000":
 # wall times, the merge's time and peak RSS; the merged exports must equal
 # the single run's byte for byte (issue 11).
 bench-shard conversations="200000":
-    AC3_BENCH_SHARD={{conversations}} go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./pipeline/bench/
+    AC3_BENCH_SHARD={{conversations}} go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./run/bench/
 
 # Ingest with --dedupe near of the seeded WildChat-like stream, one record in
 # ten a near copy of an earlier one, at each size in its own process:
@@ -87,7 +87,7 @@ bench-shard conversations="200000":
 # dedupe at the smallest size is the baseline (issue 27; the 1M step takes
 # about half an hour on 2 cores; `just bench-near 20000` for a quick one).
 bench-near sizes="100000,1000000":
-    AC3_BENCH_NEAR={{sizes}} go test -run '^$' -bench '^BenchmarkNearDedupe$' -benchtime 1x -timeout 300m ./pipeline/bench/
+    AC3_BENCH_NEAR={{sizes}} go test -run '^$' -bench '^BenchmarkNearDedupe$' -benchtime 1x -timeout 300m ./run/bench/
 
 # The chaos test in full: the e2e config over 300+ conversations against an
 # endpoint injecting every fault, with 20 SIGKILLs and resumes (the normal

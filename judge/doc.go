@@ -36,5 +36,5 @@
 //
 // Stored output is Output as JSON; Observations turns a stored unit into one
 // Observation per comparison and dimension for the statistics (pipeline/stats)
-// and the report (judge/report).
+// and the report (run/report).
 package judge

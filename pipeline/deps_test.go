@@ -23,7 +23,7 @@ var (
 	// stages is every stage package.
 	stages = []string{"stages/analyze", "stages/annotator", "stages/classify", "stages/compint", "stages/compint/measure", "stages/constraints", "stages/curate", "stages/filter", "stages/lic/grade", "stages/lic/replay", "stages/lic/simulate", "stages/pollution", "stages/respond"}
 	// readers and writers of every format.
-	formats = []string{"io/arrowipc", "io/atomicfile", "io/compress", "io/detect", "io/jsonl", "io/lic", "io/openaichat", "io/parquetio", "io/record", "io/sharegpt", "io/wildchat"}
+	formats = []string{"io/arrowipc", "io/atomicfile", "io/compress", "io/detect", "io/jsonl", "io/lic", "io/openaichat", "io/parquetio", "pipeline/record", "io/sharegpt", "io/wildchat"}
 )
 
 func with(groups ...any) []string {
@@ -58,37 +58,37 @@ var allowed = map[string][]string{
 	"pipeline/llm/llmtest": {},
 	// compinttest scripts a model for CompInt tests (tests only).
 	"stages/compint/compinttest": {"pipeline/conv", "pipeline/llm/llmtest", "stages/compint"},
-	"pipeline/bench":             {},
+	"run/bench":             {},
 	// rsslaunch starts a command for TestMemoryFlat (standard library only).
-	"pipeline/bench/internal/rsslaunch": {},
+	"run/bench/internal/rsslaunch": {},
 
 	// Domain services: the model client, prompts, tokens, records, the run file.
 	"pipeline/llm":               with(domain, "pipeline/llm/parse"),
 	"pipeline/prompt":            domain,
 	"pipeline/prompt/prompttest": domain,
 	"pipeline/tokens":            domain,
-	"io/record":                  domain,
-	"pipeline/ledger":            with(domain, "io/record", "pipeline/llm", "migrations", "pipeline/ledger/pagesum"),
+	"pipeline/record":                  domain,
+	"pipeline/ledger":            with(domain, "pipeline/record", "pipeline/llm", "migrations", "pipeline/ledger/pagesum"),
 	// pagesum is the run file's page-checksum VFS (C, on SQLite).
 	"pipeline/ledger/pagesum": {},
 	// batch drives an endpoint's batch API for the requests a run queued.
 	"pipeline/llm/batch": with(domain, "pipeline/llm", "pipeline/ledger"),
 
 	// Readers and writers, one package per format.
-	"io/jsonl":      with(domain, "io/record", "io/atomicfile", "io/compress"),
-	"io/wildchat":   with(domain, "io/record", "io/jsonl"),
-	"io/sharegpt":   with(domain, "io/record", "io/jsonl"),
-	"io/openaichat": with(domain, "io/record", "io/jsonl"),
-	"io/lic":        with(domain, "io/record", "io/jsonl"),
-	"io/parquetio":  with(domain, "io/record", "io/atomicfile"),
-	"io/arrowipc":   with(domain, "io/record", "io/atomicfile", "io/parquetio"),
-	"io/detect":     with("io/record", "io/compress", "io/jsonl", "io/lic", "io/openaichat", "io/sharegpt", "io/wildchat"),
+	"io/jsonl":      with(domain, "pipeline/record", "io/atomicfile", "io/compress"),
+	"io/wildchat":   with(domain, "pipeline/record", "io/jsonl"),
+	"io/sharegpt":   with(domain, "pipeline/record", "io/jsonl"),
+	"io/openaichat": with(domain, "pipeline/record", "io/jsonl"),
+	"io/lic":        with(domain, "pipeline/record", "io/jsonl"),
+	"io/parquetio":  with(domain, "pipeline/record", "io/atomicfile"),
+	"io/arrowipc":   with(domain, "pipeline/record", "io/atomicfile", "io/parquetio"),
+	"io/detect":     with("pipeline/record", "io/compress", "io/jsonl", "io/lic", "io/openaichat", "io/sharegpt", "io/wildchat"),
 	// The engine sizes a model stage's window from the client's limits.
 	"pipeline":        with(domain, "pipeline/ledger", "pipeline/llm"),
-	"pipeline/ingest": with(domain, "io/record", "pipeline/ledger"),
+	"pipeline/ingest": with(domain, "pipeline/record", "pipeline/ledger"),
 	// convert streams files to files without a run: readers, filters (by
 	// callback) and writers.
-	"pipeline/convert": with(domain, "io/record", "io/detect", "io/jsonl", "io/parquetio", "io/arrowipc", "io/compress", "pipeline/ingest"),
+	"run/convert": with(domain, "pipeline/record", "io/detect", "io/jsonl", "io/parquetio", "io/arrowipc", "io/compress", "pipeline/ingest"),
 
 	// Stages: never a reader, a writer, the judge, a report or the CLI.
 	"stages/filter":                  domain,
@@ -117,38 +117,38 @@ var allowed = map[string][]string{
 	"judge": with(engine, "stages/respond"),
 
 	// The model stages' throughput benchmark (tests only) drives them all.
-	"pipeline/modelstages": with(engine, stages, "judge"),
+	"run/bench/modelstages": with(engine, stages, "judge"),
 
 	// Reports and exports sit above everything they summarise.
-	"judge/report":    with(engine, stages, "judge", "io/atomicfile"),
-	"pipeline/export": with(engine, stages, "judge", "io/jsonl", "io/parquetio"),
+	"run/report":    with(engine, stages, "judge", "io/atomicfile"),
+	"run/export": with(engine, stages, "judge", "io/jsonl", "io/parquetio"),
 
 	// The run library wires everything below into one call; the config
 	// file is read into its plan by a package of its own.
-	"pipeline/run":        with(engine, stages, formats, "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/ingest", "pipeline/progress", "pipeline/llm/batch", "pipeline/shard"),
-	"pipeline/run/config": with(engine, stages, "judge", "judge/report", "pipeline/run"),
+	"run":        with(engine, stages, formats, "judge", "run/report", "run/export", "run/convert", "pipeline/ingest", "pipeline/progress", "pipeline/llm/batch", "pipeline/shard"),
+	"run/config": with(engine, stages, "judge", "run/report", "run"),
 
 	// The command line: flags, calls into the run library, printing. It
 	// reads the domain packages only for their names and lists (strategies,
 	// formats, dimensions) and for the read-only commands (status,
 	// inspect, memory show).
-	"cmd/ac3": with(engine, stages, "io/detect", "io/record", "judge", "judge/report", "pipeline/export", "pipeline/convert", "pipeline/run", "pipeline/run/config", "pipeline/shard", "pipeline/memgov"),
+	"cmd/ac3": with(engine, stages, "io/detect", "pipeline/record", "judge", "run/report", "run/export", "run/convert", "run", "run/config", "pipeline/shard", "pipeline/memgov"),
 }
 
 // external lists the third-party modules and who may import them, so heavy
 // or layer-specific dependencies (Arrow, SQLite, the CLI framework) stay
 // where they belong. Modules not listed may be imported anywhere.
 var external = map[string][]string{
-	"github.com/apache/arrow/go/v17":       {"io/parquetio", "io/arrowipc", "pipeline/export"},
+	"github.com/apache/arrow/go/v17":       {"io/parquetio", "io/arrowipc", "run/export"},
 	"github.com/apache/thrift":             {"io/parquetio"},
 	"github.com/mattn/go-sqlite3":          {"pipeline/ledger", "pipeline/ledger/pagesum", "stages/lic/grade"},
 	"github.com/openai/openai-go/v3":       {"pipeline/llm"},
 	"github.com/urfave/cli/v2":             {"cmd/ac3"},
-	"gopkg.in/yaml.v3":                     {"pipeline/run/config"},
+	"gopkg.in/yaml.v3":                     {"run/config"},
 	"github.com/pkoukk/tiktoken-go":        {"pipeline/tokens"},
 	"github.com/klauspost/compress":        {"io/compress", "io/parquetio", "pipeline/ledger", "pipeline/tokens"},
 	"golang.org/x/term":                    {"pipeline/progress", "cmd/ac3"},
-	"github.com/sourcegraph/conc":          {"pipeline", "pipeline/convert", "judge", "stages/respond", "stages/curate"},
+	"github.com/sourcegraph/conc":          {"pipeline", "run/convert", "judge", "stages/respond", "stages/curate"},
 	"github.com/pkoukk/tiktoken-go-loader": {"pipeline/tokens"},
 	"github.com/dgryski/go-minhash":        {"stages/filter"},
 	"github.com/abadojack/whatlanggo":      {"stages/filter"},

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/stages/classify"
 	"github.com/ac3/ac3/stages/constraints"
 	"github.com/ac3/ac3/stages/pollution"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/memgov"
-	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/run"
 )
 
 // env is what a command may touch outside its arguments; tests supply their

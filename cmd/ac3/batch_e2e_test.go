@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ac3/ac3/pipeline/export"
 	"github.com/ac3/ac3/pipeline/llm/batch"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/run/export"
 )
 
 // TestEndToEndBatchMatchesOnline runs the e2e config with every role in

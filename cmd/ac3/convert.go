@@ -6,9 +6,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/io/record"
-	"github.com/ac3/ac3/pipeline/convert"
-	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/pipeline/record"
+	"github.com/ac3/ac3/run"
+	"github.com/ac3/ac3/run/convert"
 )
 
 func convertCommand(e *env) *cli.Command {

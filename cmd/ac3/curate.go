@@ -7,9 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/run"
-	"github.com/ac3/ac3/pipeline/run/config"
 	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/run"
+	"github.com/ac3/ac3/run/config"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
 )

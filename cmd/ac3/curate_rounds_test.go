@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ac3/ac3/pipeline/export"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/run/export"
 	"github.com/ac3/ac3/stages/analyze/analyzetest"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/ac3/ac3/pipeline/run/config"
 	"github.com/ac3/ac3/pipeline/shard"
+	"github.com/ac3/ac3/run/config"
 )
 
 // deployVars are sample values for the shell variables in the deploy

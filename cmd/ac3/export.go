@@ -7,8 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/export"
-	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/run"
+	"github.com/ac3/ac3/run/export"
 )
 
 func exportCommand(e *env) *cli.Command {

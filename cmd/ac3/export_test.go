@@ -14,9 +14,9 @@ import (
 
 	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/pipeline/conv"
-	"github.com/ac3/ac3/pipeline/export"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/stats"
+	"github.com/ac3/ac3/run/export"
 	"github.com/ac3/ac3/stages/curate"
 )
 

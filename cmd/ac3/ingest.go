@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/io/detect"
-	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/stages/filter"
 )
 

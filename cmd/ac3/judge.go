@@ -6,7 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/judge"
-	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/run"
 )
 
 func judgeCommand(e *env) *cli.Command {

@@ -7,8 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/pipeline/llm"
-	"github.com/ac3/ac3/pipeline/run"
-	"github.com/ac3/ac3/pipeline/run/config"
+	"github.com/ac3/ac3/run"
+	"github.com/ac3/ac3/run/config"
 )
 
 // llmFlags are shared by every command that may call a model.

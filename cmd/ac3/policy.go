@@ -6,9 +6,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/run"
 	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/stages/curate"
 )
 

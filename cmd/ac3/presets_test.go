@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/ledger"
-	"github.com/ac3/ac3/pipeline/run/config"
+	"github.com/ac3/ac3/run/config"
 	"github.com/ac3/ac3/stages/curate"
 )
 

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ac3/ac3/judge/report"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/run/report"
 	"github.com/ac3/ac3/stages/annotator/annotatortest"
 )
 

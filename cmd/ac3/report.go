@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/judge/report"
-	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/run"
+	"github.com/ac3/ac3/run/report"
 )
 
 func reportCommand(e *env) *cli.Command {

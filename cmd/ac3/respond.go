@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/stages/respond"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/run"
+	"github.com/ac3/ac3/run"
 )
 
 func retryCommand(e *env) *cli.Command {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/run"
-	"github.com/ac3/ac3/pipeline/run/config"
+	"github.com/ac3/ac3/run"
+	"github.com/ac3/ac3/run/config"
 )
 
 func runCommand(e *env) *cli.Command {

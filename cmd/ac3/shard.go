@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/run"
 	"github.com/ac3/ac3/pipeline/shard"
+	"github.com/ac3/ac3/run"
 )
 
 // shardFlags make a command run as one shard of a sharded run (see the

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ac3/ac3/pipeline/export"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/shard"
+	"github.com/ac3/ac3/run/export"
 )
 
 // TestShardedRunMergesToTheSingleRun runs the e2e config as 4 shards

@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/run/config"
+	"github.com/ac3/ac3/run/config"
 )
 
 // The two knobs of how much runs at once. They limit different things, and

@@ -21,8 +21,8 @@ import (
 
 	"github.com/ac3/ac3/io/arrowipc"
 	"github.com/ac3/ac3/io/parquetio"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 var update = flag.Bool("update", false, "rewrite the committed fixtures in fixtures/columnar")

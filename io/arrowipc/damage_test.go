@@ -20,8 +20,8 @@ import (
 
 	"github.com/ac3/ac3/io/arrowipc"
 	"github.com/ac3/ac3/io/parquetio"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // Issue 26 for Arrow IPC: a damaged file must be an error naming the file

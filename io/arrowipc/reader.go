@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 
 	"github.com/ac3/ac3/io/parquetio"
-	"github.com/ac3/ac3/io/record"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // fileMagic opens (and closes) every Arrow IPC file; a stream starts with a

@@ -16,9 +16,9 @@ import (
 	"github.com/ac3/ac3/io/jsonl"
 	"github.com/ac3/ac3/io/lic"
 	"github.com/ac3/ac3/io/openaichat"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/io/sharegpt"
 	"github.com/ac3/ac3/io/wildchat"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // Format names, as accepted in Options.Format and returned by Open.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ac3/ac3/io/detect"
 	"github.com/ac3/ac3/io/jsonl"
-	"github.com/ac3/ac3/io/record"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 const fixtures = "../../fixtures"

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // DecodeFunc turns one raw JSON record into a conversation or a quarantined

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ac3/ac3/io/jsonl"
 	"github.com/ac3/ac3/io/lic"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 var src = conv.Source{File: "lic.json", Line: 2}

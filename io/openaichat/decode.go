@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/ac3/ac3/io/jsonl"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // Format is the value of Conversation.Format for records that do not carry

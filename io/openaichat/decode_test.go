@@ -7,8 +7,8 @@ import (
 
 	"github.com/ac3/ac3/io/jsonl"
 	"github.com/ac3/ac3/io/openaichat"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 var src = conv.Source{File: "o.jsonl", Line: 2}

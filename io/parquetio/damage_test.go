@@ -21,8 +21,8 @@ import (
 
 	"github.com/ac3/ac3/io/detect"
 	"github.com/ac3/ac3/io/parquetio"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // Issue 26: a Parquet input with flipped bytes read as 0 records with no

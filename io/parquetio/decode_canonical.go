@@ -8,8 +8,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // canonicalDecoder reads rows of the conversation/v1 schema. Only id and

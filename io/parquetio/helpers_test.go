@@ -24,8 +24,8 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/ac3/ac3/io/parquetio"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 var update = flag.Bool("update", false, "rewrite the committed fixtures in fixtures/columnar")

@@ -23,8 +23,8 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/schema"
 
 	"github.com/ac3/ac3/io/parquetio"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 func TestRoundTrip(t *testing.T) {

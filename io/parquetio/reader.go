@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/file"
 
-	"github.com/ac3/ac3/io/record"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // Formats OpenReader and NewBatchReader recognise.

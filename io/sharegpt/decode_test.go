@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/ac3/ac3/io/jsonl"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/io/sharegpt"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 var src = conv.Source{File: "s.json", Line: 5}

@@ -4,8 +4,8 @@ import (
 	"io"
 
 	"github.com/ac3/ac3/io/jsonl"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // Format is the value of Conversation.Format for WildChat records.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/ac3/ac3/io/detect"
 	"github.com/ac3/ac3/io/parquetio"
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/ingest"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 const sample = "../../fixtures/wildchat/wildchat-1m-sample10.jsonl"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 // Input is one input file and how far ingest got through it.

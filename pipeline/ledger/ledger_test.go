@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ac3/ac3/io/record"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/record"
 )
 
 func mustOpen(tb testing.TB) (*ledger.Ledger, string) {

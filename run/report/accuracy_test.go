@@ -1,0 +1,141 @@
+package report_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/run/report"
+	"github.com/ac3/ac3/stages/lic/grade"
+	"github.com/ac3/ac3/stages/lic/replay"
+	"github.com/ac3/ac3/stages/lic/simulate"
+)
+
+// accSource is a run made of trajectories and their grades.
+type accSource struct {
+	convs []ledger.Stored
+	units map[string][]ledger.Unit
+}
+
+func (s *accSource) Path() string { return "/runs/x.db" }
+func (s *accSource) Plans(context.Context) (map[string][]ledger.Variant, error) {
+	p := map[string][]ledger.Variant{}
+	for stage, us := range s.units {
+		seen := map[string]bool{}
+		for _, u := range us {
+			if !seen[u.Variant] {
+				seen[u.Variant] = true
+				p[stage] = append(p[stage], ledger.Variant{Name: u.Variant, Version: u.Version})
+			}
+		}
+	}
+	return p, nil
+}
+func (s *accSource) EachPage(_ context.Context, size int, fn func([]ledger.Stored, int64, int64) error) error {
+	// Pages of two, so folds across pages are exercised.
+	for i := 0; i < len(s.convs); i += 2 {
+		j := min(i+2, len(s.convs))
+		after := int64(0)
+		if i > 0 {
+			after = s.convs[i-1].Seq
+		}
+		if err := fn(s.convs[i:j], after, s.convs[j-1].Seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (s *accSource) Units(_ context.Context, stage string, vs []ledger.Variant, after, upto int64, fn func(ledger.Unit) error) error {
+	for _, u := range s.units[stage] {
+		if u.ConvSeq > after && u.ConvSeq <= upto {
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+func (s *accSource) Status(context.Context) (ledger.Status, error) { return ledger.Status{}, nil }
+
+func (s *accSource) trajectory(id string, seq int64) {
+	s.convs = append(s.convs, ledger.Stored{Seq: seq, Origin: simulate.Origin, Conv: &conv.Conversation{
+		ID: id + "#r1", Meta: json.RawMessage(`{"task":"math","task_id":"` + id + `","answer":"#### 5"}`),
+		Messages: []conv.Message{{Role: conv.User, Content: "q"}},
+	}})
+}
+
+func (s *accSource) grades(seq int64, variant string, st ...grade.Status) {
+	o := replay.Output{Task: grade.TaskMath, Strategy: variant}
+	for i, x := range st {
+		o.Reruns = append(o.Reruns, replay.Graded{Index: i, Grade: grade.Result{Status: x}})
+	}
+	b, _ := json.Marshal(o)
+	if s.units == nil {
+		s.units = map[string][]ledger.Unit{}
+	}
+	s.units[replay.StageName] = append(s.units[replay.StageName], ledger.Unit{ConvSeq: seq, Turn: 1, Variant: variant, Version: "v", Status: ledger.Done, Output: b})
+}
+
+func TestAccuracyEdges(t *testing.T) {
+	P, F, N := grade.Pass, grade.Fail, grade.NotGraded
+	s := &accSource{}
+	for i, id := range []string{"a", "b", "c"} {
+		s.trajectory(id, int64(i+1))
+	}
+	// One rerun each; fc and ao score the same (no gap to close); x is
+	// answered by a labelled respondent and pairs with fc@m and ao@m; one
+	// of s's answers was not graded.
+	s.grades(1, "fc", P)
+	s.grades(2, "fc", F)
+	s.grades(3, "fc", F)
+	s.grades(1, "ao", F)
+	s.grades(2, "ao", P)
+	s.grades(3, "ao", F)
+	s.grades(1, "s", P)
+	s.grades(2, "s", N)
+	s.grades(3, "s", P)
+	s.grades(1, "fc@m", F)
+	s.grades(2, "fc@m", F)
+	s.grades(3, "fc@m", F)
+	s.grades(1, "ao@m", P)
+	s.grades(2, "ao@m", P)
+	s.grades(3, "ao@m", F)
+	s.grades(1, "x@m", P)
+	s.grades(2, "x@m", F)
+	s.grades(3, "x@m", F)
+	a, err := report.BuildAccuracy(context.Background(), s, report.AccuracyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := map[string]report.AccuracyCell{}
+	for _, c := range a.Cells {
+		cells[c.Strategy] = c
+	}
+	if c := cells["s"]; c.N != 2 || c.Passes != 2 || c.Ungraded != 1 || c.Items != 3 {
+		t.Errorf("s: %+v", c)
+	}
+	if c := cells["s"]; c.GapClosure.Known() || c.SD.Known() || float64(c.Mean) != 1 {
+		t.Errorf("s: gap %v sd %v mean %v; want no gap (ao = fc), no sd (one rerun)", c.GapClosure, c.SD, c.Mean)
+	}
+	// s vs fc pairs only graded answers: (P,P) and (P,F).
+	if p := cells["s"].VsFC; p == nil || p.Pairs != 2 || p.Better != 1 || p.Worse != 0 || float64(p.P) != 1 {
+		t.Errorf("s vs fc: %+v", p)
+	}
+	x := cells["x@m"]
+	if x.VsFC == nil || x.VsFC.Better != 1 || x.VsAO == nil || x.VsAO.Worse != 1 {
+		t.Errorf("x@m is not paired with fc@m and ao@m: %+v %+v", x.VsFC, x.VsAO)
+	}
+	// (1/3 − 0) / (2/3 − 0)
+	if math.Abs(float64(x.GapClosure)-0.5) > 1e-9 {
+		t.Errorf("x@m gap closure %v, want 0.5", x.GapClosure)
+	}
+	if cells["fc"].VsFC != nil || cells["ao@m"].VsAO != nil {
+		t.Error("a strategy tested against itself")
+	}
+	if len(a.Pool) != 1 || a.Pool[0].Pool != 3 || a.Pool[0].Trajectories != 3 {
+		t.Errorf("pool %+v", a.Pool)
+	}
+}
