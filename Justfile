@@ -4,10 +4,8 @@ default:
     @just --list
 
 # Build the ac3 binary into bin/ (paths trimmed, symbols stripped; `go
-# version -m bin/ac3` still lists every module version). About 47.1 MB
-# (47,073,840 bytes at the commit that set it; 51.4 MB before the tokenizer's
-# BPE tables were embedded zstd-compressed); CI (.ci/run) fails above
-# 50,000,000 bytes.
+# version -m bin/ac3` still lists every module version). CI (.ci/run) fails
+# above 50,000,000 bytes.
 build:
     go build -trimpath -ldflags "-s -w" -o bin/ac3 ./cmd/ac3
 

@@ -25,8 +25,8 @@
 // a strategy wins only when it wins in both, anything else is a tie, and the
 // two single-order verdicts stay stored for the order-consistency rate the
 // report shows (pipeline/stats). Its win rates are pulled towards 1/2
-// relative to the papers' by every comparison the two orders disagree on. Answers that are identical after trimming are a tie without
-// a call.
+// relative to the papers' by every comparison the two orders disagree on.
+// Answers that are identical after trimming are a tie without a call.
 //
 // The prompt is ours (prompts/pairwise.tmpl) and its version is in every
 // unit key. The judge answers inside a tag that carries a nonce derived from

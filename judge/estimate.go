@@ -37,17 +37,11 @@ func (s *Stage) ReadsPredictionsOf() []string { return []string{respond.StageNam
 func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
 	stored := map[string]map[int][]candidate{} // respond variant → turn → samples
 	if s.units != nil {
-		us, err := s.units.ConversationUnits(ctx, respond.StageName, t.Conv.ID, 0)
-		if err != nil {
-			return nil, fmt.Errorf("reading answers of %s: %w", t.Conv.ID, err)
-		}
-		for _, u := range us {
-			if u.Status != ledger.Done || s.opts.RespondVersions[u.Variant] != u.Version {
-				continue
-			}
-			o, err := respond.Decode(u.Output)
+		var err error
+		stored, err = respond.ReadPlanned(ctx, s.units, respond.StageName, t.Conv.ID, "answers", s.opts.RespondVersions, func(u ledger.Unit) ([]candidate, error) {
+			o, err := decodeAnswer(u)
 			if err != nil {
-				return nil, fmt.Errorf("reading answer %s: %w", u.Key, err)
+				return nil, err
 			}
 			var cs []candidate
 			for _, smp := range o.Samples {
@@ -58,10 +52,10 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 				}
 				cs = append(cs, candidate{key: pipeline.KeyOf(txt), tokens: f.Count(s.candidate(smp))})
 			}
-			if stored[u.Variant] == nil {
-				stored[u.Variant] = map[int][]candidate{}
-			}
-			stored[u.Variant][u.Turn] = cs
+			return cs, nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	answers := func(variant string, turn int) []candidate {

@@ -3,7 +3,6 @@ package judge
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -122,9 +121,6 @@ type Options struct {
 	// Settings describes the judge's model and parameters (cmd fills it);
 	// it is part of the unit version.
 	Settings string
-	// Parallel bounds the calls one conversation has in flight; 0 leaves
-	// only the engine's model window and the endpoint's limits.
-	Parallel int
 	Retries  int // re-asks after a malformed verdict; default 2
 	// Turns selects the turns judged: from a turn on, and only the last K
 	// user turns of each conversation. The zero Turns judges every turn both
@@ -158,9 +154,6 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 	}
 	if opts.Role == "" {
 		opts.Role = DefaultRole
-	}
-	if opts.Parallel < 0 {
-		opts.Parallel = 0
 	}
 	if opts.Retries == 0 {
 		opts.Retries = 2
@@ -242,15 +235,6 @@ func FirstShown(seed int64, convID string, turn int, pair string, sample int) st
 	return "B"
 }
 
-// unitState collects one judge unit.
-type unitState struct {
-	turn   int
-	out    Output
-	failed string
-	raw    string
-	tokens int64
-}
-
 // callJob is one judge call.
 type callJob struct {
 	variant, unit, comp, call int
@@ -264,26 +248,13 @@ type callJob struct {
 // request, fails its unit with the raw answer kept; errors that would fail
 // every unit are returned.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
-	stored, err := s.units.ConversationUnits(ctx, respond.StageName, t.Conv.ID, 0)
+	// respond variant → turn → output
+	answers, err := respond.ReadPlanned(ctx, s.units, respond.StageName, t.Conv.ID, "answers", s.opts.RespondVersions, decodeAnswer)
 	if err != nil {
-		return nil, fmt.Errorf("reading answers of %s: %w", t.Conv.ID, err)
-	}
-	answers := map[string]map[int]respond.Output{} // respond variant → turn → output
-	for _, u := range stored {
-		if u.Status != ledger.Done || s.opts.RespondVersions[u.Variant] != u.Version {
-			continue
-		}
-		o, err := respond.Decode(u.Output)
-		if err != nil {
-			return nil, fmt.Errorf("reading answer %s: %w", u.Key, err)
-		}
-		if answers[u.Variant] == nil {
-			answers[u.Variant] = map[int]respond.Output{}
-		}
-		answers[u.Variant][u.Turn] = o
+		return nil, err
 	}
 	results := make([]pipeline.Result, len(t.Variants))
-	states := make([][]*unitState, len(t.Variants))
+	states := make([][]*respond.Pending[Output], len(t.Variants)) // the units of each result
 	var jobs []callJob
 	userTurns := t.Conv.UserTurns()
 	for vi, v := range t.Variants {
@@ -301,7 +272,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			if !oka || !okb {
 				continue
 			}
-			st := &unitState{turn: tr.Index, out: Output{
+			st := &respond.Pending[Output]{Turn: tr.Index, Out: Output{
 				Pair: v.Name, A: p.A, B: p.B, Context: s.opts.Context, Order: s.opts.Order, Seed: s.opts.Seed, Prompt: s.tmpl.Version(),
 			}}
 			history := s.history(t.Conv, tr.Index)
@@ -316,14 +287,14 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 					for _, d := range Dimensions() {
 						cmp.Outcome[d] = stats.Tie.String()
 					}
-					st.out.Comparisons = append(st.out.Comparisons, cmp)
+					st.Out.Comparisons = append(st.Out.Comparisons, cmp)
 					continue
 				}
 				firsts := []string{"A", "B"}
 				if s.opts.Order == OrderRandom {
 					firsts = []string{FirstShown(s.opts.Seed, t.Conv.ID, tr.Index, v.Name, sa.Index)}
 				}
-				ci := len(st.out.Comparisons)
+				ci := len(st.Out.Comparisons)
 				for k, first := range firsts {
 					one, two := s.candidate(sa), s.candidate(sb)
 					if first == "B" {
@@ -336,55 +307,37 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 					cmp.Calls = append(cmp.Calls, Call{First: first})
 					jobs = append(jobs, callJob{variant: vi, unit: len(states[vi]), comp: ci, call: k, msgs: msgs, tagger: tg})
 				}
-				st.out.Comparisons = append(st.out.Comparisons, cmp)
+				st.Out.Comparisons = append(st.Out.Comparisons, cmp)
 			}
-			if len(st.out.Comparisons) > 0 {
+			if len(st.Out.Comparisons) > 0 {
 				states[vi] = append(states[vi], st)
 			}
 		}
 	}
-	type answer struct {
-		v    verdictAnswer
-		resp llm.Response
-		err  error
-	}
-	got := make([]answer, len(jobs))
-	// An error that is not the unit's own (a budget refusal, a fatal
-	// endpoint error) keeps the remaining calls from starting and comes
-	// back once the calls in flight have finished and been cached; the task
-	// then stays pending.
-	err = t.Each(ctx, len(jobs), s.opts.Parallel, func(ctx context.Context, k int) error {
+	got, err := respond.FanOut(ctx, t, len(jobs), func(ctx context.Context, k int) (verdictAnswer, llm.Response, error) {
 		j := jobs[k]
 		req := llm.Request{Role: s.opts.Role, Stage: StageName, Messages: j.msgs, CompletionEstimate: 300, Reroll: t.Retry * (s.opts.Retries + 1)}
 		if s.out == parse.JSONSchema {
 			form := verdictForm()
 			req.Schema = &llm.Schema{Name: form.Name, Schema: form.Schema()}
 		}
-		v, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, parseVerdict(s.out, j.tagger))
-		if _, unit := llm.UnitFailure(err); err != nil && !unit {
-			return err
-		}
-		got[k] = answer{v, resp, err}
-		return nil
+		return llm.CallParsed(ctx, s.client, req, s.opts.Retries, parseVerdict(s.out, j.tagger))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("judging %s: %w", t.Conv.ID, err)
 	}
 	for k, j := range jobs {
 		st, a := states[j.variant][j.unit], got[k]
-		c := &st.out.Comparisons[j.comp].Calls[j.call]
-		if a.err != nil {
-			if st.failed == "" {
-				st.failed = fmt.Sprintf("sample %d, %s shown first: %v", st.out.Comparisons[j.comp].Sample, c.First, a.err)
-				st.raw, _ = llm.UnitFailure(a.err)
-			}
+		c := &st.Out.Comparisons[j.comp].Calls[j.call]
+		if a.Err != nil {
+			st.Fail(fmt.Sprintf("sample %d, %s shown first", st.Out.Comparisons[j.comp].Sample, c.First), a.Err)
 			continue
 		}
-		st.tokens += int64(a.resp.Usage.Prompt + a.resp.Usage.Completion)
-		c.Model, c.Endpoint = a.resp.Model, a.resp.Endpoint
+		st.Tokens += int64(a.Resp.Usage.Prompt + a.Resp.Usage.Completion)
+		c.Model, c.Endpoint = a.Resp.Model, a.Resp.Endpoint
 		c.Verdicts = map[string]DimVerdict{}
 		for _, d := range Dimensions() {
-			dv := a.v.dim(d)
+			dv := a.Value.dim(d)
 			shown, _ := stats.ParseOutcome(dv.Winner) // validated by the parser
 			c.Verdicts[d] = DimVerdict{
 				Shown: shown.String(), Outcome: toStrategies(shown, c.First).String(),
@@ -394,23 +347,28 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 	}
 	for vi := range results {
 		for _, st := range states[vi] {
-			if st.failed == "" {
-				for ci := range st.out.Comparisons {
-					combine(&st.out.Comparisons[ci], s.opts.Order)
+			if !st.Failed() {
+				for ci := range st.Out.Comparisons {
+					combine(&st.Out.Comparisons[ci], s.opts.Order)
 				}
 			}
-			b, err := json.Marshal(st.out)
+			u, err := st.Unit()
 			if err != nil {
-				return nil, fmt.Errorf("encoding verdicts of %s turn %d: %w", t.Conv.ID, st.turn, err)
-			}
-			u := pipeline.Unit{Turn: st.turn, Output: b, Tokens: st.tokens, Attempts: 1}
-			if st.failed != "" {
-				u.Failed, u.Error, u.Raw = true, st.failed, st.raw
+				return nil, fmt.Errorf("encoding verdicts of %s turn %d: %w", t.Conv.ID, st.Turn, err)
 			}
 			results[vi].Units = append(results[vi].Units, u)
 		}
 	}
 	return results, nil
+}
+
+// decodeAnswer reads one of respond's units.
+func decodeAnswer(u ledger.Unit) (respond.Output, error) {
+	o, err := respond.Decode(u.Output)
+	if err != nil {
+		return o, fmt.Errorf("reading answer %s: %w", u.Key, err)
+	}
+	return o, nil
 }
 
 // combine fills a comparison's per-dimension outcome from its calls.

@@ -335,12 +335,9 @@ func TestRunScopes(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := counting()
-			if err := pipeline.RecordPlan(ctx, l, s, c.on); err != nil {
-				t.Fatal(err)
-			}
-			p, _, err := pipeline.PendingIn(ctx, l, s, c.on)
-			if err != nil || p != c.planned {
-				t.Fatalf("pending = %d, %v; want %d", p, err, c.planned)
+			plan, err := pipeline.Begin(ctx, l, s, c.on)
+			if err != nil || plan.Pending != c.planned {
+				t.Fatalf("pending = %d, %v; want %d", plan.Pending, err, c.planned)
 			}
 			progressPending := func() int64 {
 				st, err := l.Progress(ctx)

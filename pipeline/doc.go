@@ -1,17 +1,19 @@
 // Package pipeline is the engine that runs a stage over every conversation of
 // a run: it plans the tasks that are not yet done, runs them, and commits
-// finished tasks to the ledger in batches. Backpressure is by bounded
-// channels: a slow stage (a model endpoint at its rate limit) slows the
-// planner instead of filling memory.
+// finished tasks to the ledger in batches. Tasks and a task's units run in
+// bounded pools (sourcegraph/conc) fed from bounded channels: a slow stage
+// (a model endpoint at its rate limit) slows the planner instead of filling
+// memory.
 //
-// Two knobs bound the work open at once, and they limit different things.
+// Two bounds limit the work open at once, one per resource.
 // Options.Workers is for CPU-bound stages: that many tasks run at once, one
-// per core by default. Options.Window is for model-backed stages (a
-// ModelStage): that many tasks are open and that many of their units may be
-// in flight, sent or queued at the llm client's limiter; the endpoint's own
-// concurrency, RPM and TPM limits, enforced by the client, decide what is
-// actually sent. The default window is derived from those limits
-// (DefaultWindow), so an endpoint that answers in seconds is kept busy
+// per core by default (the user's --workers). A model-backed stage (a
+// ModelStage) keeps its window of tasks open, and as many of their units may
+// be in flight, sent or queued at the llm client's limiter; the endpoint's
+// own concurrency, RPM and TPM limits, enforced by the client, decide what
+// is actually sent, and the window is derived from them (DefaultWindow:
+// twice the concurrency; Options.Window overrides it for tests and library
+// callers), so an endpoint that answers in seconds is kept busy
 // however few cores the machine has. A stage runs its units through
 // Task.Each, concurrently where the turns are independent (classify,
 // pollution, respond, judge) and one after another where each turn needs the
@@ -45,35 +47,19 @@
 // A stage that calls a model also implements Estimator, so a dry run can ask
 // it what a run would cost without running it.
 //
-// # Layers
+// # Inside pipeline
 //
-// Imports go one way, downwards; deps_test.go holds the table of every
-// allowed import and fails on any other:
+// pipeline/ is the ground of the tree: the folders above it are drawn in
+// the module root's doc.go. Within it, from the bottom up (deps_test.go
+// holds the row of every package):
 //
-//	cmd/ac3                 flags, help, printing, exit status
-//	   │
-//	pipeline/run/config     the config file → a run.Plan
-//	pipeline/run            Execute(plan) and Estimate(plan): the library entry point
-//	   │
-//	judge/report            reports and exports: above everything they summarise
-//	pipeline/export
-//	   │
-//	judge                   pairwise judging of respond's answers
-//	   │
-//	stages/*                classify, constraints, pollution, curate (+ analyze),
-//	   │                    respond, filter: never a reader, writer, judge or report
-//	pipeline                the engine, Stage and Estimator (modelstages: its
-//	   │                    throughput benchmark of the model stages)
-//	pipeline/ingest         input files → the run; pipeline/convert: files → a file
-//	   │
-//	io/*                    one package per format (jsonl, parquetio, arrowipc,
-//	   │                    wildchat, ...), detect, compress, atomicfile
-//	pipeline/ledger         the run file (SQLite)
-//	pipeline/llm            the model client (+ parse, llmtest)
-//	pipeline/tokens, prompt, progress
-//	   │
-//	pipeline/conv           domain types (standard library only); io/record,
-//	                        a read record or a bad one
-//	pipeline/stats          statistics: a leaf that stages, judge and report use
-//	migrations              the ledger's embedded SQL
+//	conv, stats, llm/parse,   leaves: the domain types, statistics, output
+//	shard, memgov, progress,  parsing, shard hashing, the memory governor,
+//	synth                     progress lines, synthetic conversations
+//	record, prompt, tokens    on conv: a read record or a bad one, prompt
+//	                          templates, token counts
+//	llm (+ llmtest)           the model client and its test endpoint
+//	ledger (+ pagesum)        the run file, with page checksums
+//	llm/batch, ingest         batch APIs and input files, into the run file
+//	pipeline                  the engine: plan, run, commit, stop
 package pipeline

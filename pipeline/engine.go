@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sourcegraph/conc"
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
@@ -58,6 +60,10 @@ type Options struct {
 	// (the run's `on:` setting for the stage); the zero Scope leaves the
 	// stage's own (see StageScope).
 	Scope ledger.Scope
+	// Plan, when set, is what Begin just recorded and counted for the stage
+	// (under the same Scope): Run takes its scope and counts from it
+	// instead of recording and counting again.
+	Plan *Plan
 }
 
 func (o *Options) defaults() {
@@ -150,21 +156,27 @@ func PendingIn(ctx context.Context, l *ledger.Ledger, s Stage, on ledger.Scope) 
 // called for one task at a time, in ingest order.
 //
 // It runs over the conversations of the stage's scope (StageScope of s and
-// Options.Scope), which it records for status (see RecordPlan).
+// Options.Scope), which it records for status, unless Options.Plan says
+// Begin has just done so.
 func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary, error) {
 	opts.defaults()
 	var sum Summary
-	scope, err := StageScope(s, opts.Scope)
-	if err != nil {
-		return sum, err
+	p := opts.Plan
+	if p == nil {
+		scope, err := StageScope(s, opts.Scope)
+		if err != nil {
+			return sum, err
+		}
+		if err := recordScope(ctx, l, s.Name(), scope); err != nil {
+			return sum, err
+		}
+		p = &Plan{Scope: scope}
+		if p.Pending, p.Recorded, err = PendingIn(ctx, l, s, scope); err != nil {
+			return sum, err
+		}
 	}
-	if err := recordScope(ctx, l, s.Name(), scope); err != nil {
-		return sum, err
-	}
-	sum.Planned, sum.Previous, err = PendingIn(ctx, l, s, scope)
-	if err != nil {
-		return sum, err
-	}
+	scope := p.Scope
+	sum.Planned, sum.Previous = p.Pending, p.Recorded
 	if sum.Planned == 0 {
 		return sum, nil
 	}
@@ -175,12 +187,13 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	work, cancelWork := context.WithCancelCause(ctx)
 	defer cancelWork(nil)
 
-	// A graceful stop closes halt. stopping merges it with opts.Stop and a
-	// stage error: once it is closed nothing new starts, neither a task nor
-	// a unit.
-	halt := make(chan struct{})
-	var haltOnce sync.Once
-	var haltErr error
+	// A graceful stop cancels halting, whose cause is the stop's reason;
+	// the first one wins. stopping merges it with opts.Stop and a stage
+	// error: once it is closed nothing new starts, neither a task nor a
+	// unit.
+	halting, haltWith := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer haltWith(nil)
+	halt := halting.Done()
 	stopping := make(chan struct{})
 	finished := make(chan struct{})
 	defer close(finished)
@@ -198,15 +211,14 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 		rs.slots = make(chan struct{}, width)
 	}
 
-	var stageErrOnce sync.Once
-	var stageErr error
-	// fail records the error that stops the run. A panic is a bug and is
-	// always reported; any other error is, unless the run was already
+	// stageErr is the first error that stops the run. A panic is a bug and
+	// is always reported; any other error is, unless the run was already
 	// cancelled (then it is only the echo of the cancellation).
+	var stageErr atomic.Pointer[error]
 	fail := func(err error) {
 		var pe *PanicError
 		if errors.As(err, &pe) || work.Err() == nil {
-			stageErrOnce.Do(func() { stageErr = err })
+			stageErr.CompareAndSwap(nil, &err)
 			cancelWork(err)
 		}
 	}
@@ -215,7 +227,7 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 		if errors.As(err, &pe) || opts.Graceful == nil || !opts.Graceful(err) {
 			return false
 		}
-		haltOnce.Do(func() { haltErr = err; close(halt) })
+		haltWith(err)
 		return true
 	}
 	rs.graceful = func(err error) { graceful(err) }
@@ -240,77 +252,70 @@ func Run(ctx context.Context, l *ledger.Ledger, s Stage, opts Options) (Summary,
 	}
 
 	// Memory is bounded by the window: width tasks queued, width running,
-	// width results waiting for a commit. jobs is unbuffered so a chain runs
-	// at most one task ahead of the workers.
+	// width results waiting for a commit.
 	tasks := make(chan Task, width)
-	jobs := make(chan job)
 	results := make(chan []ledger.TaskResult, width)
 
-	var wg sync.WaitGroup
+	var wg conc.WaitGroup
 	var planErr error
 	wg.Go(func() {
 		defer close(tasks)
 		planErr = catch(func() error { return plan(work, l, scope, s, opts, rs, halt, tasks) })
 	})
 
-	// Tasks become jobs: a ChainStage's through its chain, one at a time
-	// in ingest order; any other stage's directly.
+	// Tasks run in a pool of width goroutines. A ChainStage's Chain is
+	// called here, one task at a time in ingest order, and its rest runs
+	// in the pool; the pool's Go blocks while every goroutine is busy, so
+	// the chain never runs ahead of the tasks it feeds.
 	wg.Go(func() {
-		defer close(jobs)
+		defer close(results)
+		tasksPool := pool.New().WithMaxGoroutines(width)
+		defer tasksPool.Wait()
 		cs, chained := s.(ChainStage)
 		for t := range tasks {
-			if !chained {
-				jobs <- job{t: t}
-				continue
-			}
 			if rs.stopped() {
-				continue // drain: the chain does not move once the run stops
+				continue // stopping: queued tasks that have not started stay pending
 			}
-			var rest func(context.Context) ([]Result, error)
-			err := catch(func() error {
-				var err error
-				rest, err = cs.Chain(work, t)
-				return err
-			})
-			if err != nil {
-				settle(fmt.Errorf("processing %s of conversation %s: %w", s.Name(), t.Conv.ID, err))
-				continue
+			j := job{t: t}
+			if chained {
+				err := catch(func() error {
+					var err error
+					j.rest, err = cs.Chain(work, t)
+					return err
+				})
+				if err != nil {
+					settle(fmt.Errorf("processing %s of conversation %s: %w", s.Name(), t.Conv.ID, err))
+					continue
+				}
 			}
-			jobs <- job{t: t, rest: rest}
-		}
-	})
-
-	var workers sync.WaitGroup
-	for range width {
-		workers.Go(func() {
-			for j := range jobs {
+			tasksPool.Go(func() {
 				if rs.stopped() {
-					continue // stopping: queued tasks that have not started stay pending
+					return // stopping: the task has not started and stays pending
 				}
 				res, err := runTask(work, s, j)
 				if err != nil {
 					settle(err)
-					continue
+					return
 				}
 				results <- res
-			}
-		})
-	}
-	wg.Go(func() {
-		workers.Wait()
-		close(results)
+			})
+		}
 	})
 
 	commitErr := commitLoop(ctx, l, opts, results, &sum)
 	if commitErr != nil {
 		cancelWork(commitErr)
-		for range results { // let the workers finish
+		for range results { // let the tasks finish
 		}
 	}
 	wg.Wait()
 
-	if stageErr != nil {
-		return sum, fmt.Errorf("running %s: %w", s.Name(), stageErr)
+	haltErr := context.Cause(halting)
+	if halting.Err() == nil {
+		haltErr = nil
+	}
+	if err := stageErr.Load(); err != nil {
+		return sum, fmt.Errorf("running %s: %w", s.Name(), *err)
 	}
 	if commitErr != nil {
 		return sum, commitErr

@@ -24,20 +24,36 @@ func StageScope(s Stage, on ledger.Scope) (ledger.Scope, error) {
 	return scope, nil
 }
 
-// RecordPlan records what stage s will run, as status and Progress count
-// it: its variants (ledger.SetPlan) and its scope narrowed by on
-// (ledger.SetScope). Run records both itself; a caller that plans without
-// running (a dry run, or a stage with nothing pending) calls this instead
-// of SetPlan so that status counts the stage over its own conversations.
-func RecordPlan(ctx context.Context, l *ledger.Ledger, s Stage, on ledger.Scope) error {
+// Plan is what Begin recorded and counted for a stage: its scope (the
+// stage's own narrowed by the run's setting) and its tasks pending and
+// already recorded within it.
+type Plan struct {
+	Scope    ledger.Scope
+	Pending  int64
+	Recorded int64
+}
+
+// Begin records what stage s will run, as status and Progress count it (its
+// variants, ledger.SetPlan, and its scope narrowed by on, ledger.SetScope),
+// and counts its pending tasks. A caller that runs the stage next passes
+// the plan in Options.Plan, so Run neither records nor counts again; a
+// caller that only plans (a stage with nothing pending) stops here.
+func Begin(ctx context.Context, l *ledger.Ledger, s Stage, on ledger.Scope) (Plan, error) {
 	scope, err := StageScope(s, on)
 	if err != nil {
-		return err
+		return Plan{}, err
 	}
 	if err := l.SetPlan(ctx, s.Name(), toLedger(s.Variants())); err != nil {
-		return err
+		return Plan{}, err
 	}
-	return recordScope(ctx, l, s.Name(), scope)
+	if err := recordScope(ctx, l, s.Name(), scope); err != nil {
+		return Plan{}, err
+	}
+	pending, recorded, err := PendingIn(ctx, l, s, scope)
+	if err != nil {
+		return Plan{}, err
+	}
+	return Plan{Scope: scope, Pending: pending, Recorded: recorded}, nil
 }
 
 // recordScope stores a stage's scope when it differs from the stored one,

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"sync"
 	"sync/atomic"
+
+	"github.com/sourcegraph/conc/panics"
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/ac3/ac3/pipeline/llm"
 )
@@ -39,12 +40,12 @@ func (e *PanicError) Unwrap() error {
 
 // catch runs f and turns a panic in it into a *PanicError.
 func catch(f func() error) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return f()
+	var pc panics.Catcher
+	pc.Try(func() { err = f() })
+	if r := pc.Recovered(); r != nil {
+		return &PanicError{Value: r.Value, Stack: r.Stack}
+	}
+	return err
 }
 
 // runState is what the tasks of one Run share: the window of model units
@@ -156,13 +157,16 @@ func (t Task) Each(ctx context.Context, n, limit int, fn func(ctx context.Contex
 		}
 		return nil
 	}
+	// The units run in a pool of limit goroutines. The dispatcher takes a
+	// turn (sem) before it decides whether the next unit starts, so the
+	// decision is made in order, after the units before it began: once a
+	// unit fails or the run stops, no further unit starts, and a started
+	// unit always runs, so the lowest-numbered error is the same each time.
 	errs := make([]error, n)
-	var (
-		failed  atomic.Bool
-		wg      sync.WaitGroup
-		stopErr error
-	)
+	var stopErr error
+	var failed atomic.Bool
 	sem := make(chan struct{}, limit)
+	units := pool.New().WithMaxGoroutines(limit)
 	for i := range n {
 		select {
 		case sem <- struct{}{}:
@@ -176,20 +180,20 @@ func (t Task) Each(ctx context.Context, n, limit int, fn func(ctx context.Contex
 			<-sem
 			break
 		}
-		// A unit deferred to a batch does not stop the others: the whole
-		// task's requests go into the same batch.
 		if err := t.run.acquire(ctx); err != nil {
 			<-sem
 			stopErr = err
 			break
 		}
-		wg.Go(func() {
+		units.Go(func() {
 			defer func() {
 				t.run.release()
 				<-sem
 			}()
 			if err := catch(func() error { return fn(ctx, i) }); err != nil {
 				errs[i] = err
+				// A unit deferred to a batch does not stop the others:
+				// the whole task's requests go into the same batch.
 				if !errors.Is(err, llm.ErrDeferred) {
 					failed.Store(true)
 				}
@@ -197,7 +201,7 @@ func (t Task) Each(ctx context.Context, n, limit int, fn func(ctx context.Contex
 			}
 		})
 	}
-	wg.Wait()
+	units.Wait()
 	var deferred error
 	for _, err := range errs {
 		switch {

@@ -31,8 +31,7 @@ const (
 // than the concurrency limit allows. It returns 0 when c is nil or no role
 // resolves: the stage then makes no model call.
 //
-// The CLI calls it to show and override the window; stages call it for
-// their ModelWindow.
+// Model stages call it for their ModelWindow.
 func DefaultWindow(c *llm.Client, roles ...string) int {
 	if c == nil {
 		return 0

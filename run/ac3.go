@@ -14,11 +14,14 @@ import (
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
+	"github.com/ac3/ac3/stages/curate/memory"
+	"github.com/ac3/ac3/stages/curate/policy"
 )
 
 // PolicyFit is what FitPolicy fitted.
 type PolicyFit struct {
-	Policy curate.Policy
+	Policy policy.Policy
 	// WithTypes: the run has a classify stage, so turn types and
 	// references were features (without one they are zero).
 	WithTypes bool
@@ -27,11 +30,12 @@ type PolicyFit struct {
 // FitPolicy fits the adaptive strategy's scored policy on the run's own
 // judgments of fc against ao (the quality outcome of each judged turn; ties
 // as o.Ties says, losses by default) by L1 logistic regression with its
-// strength chosen by cross-validation (curate.FitPolicy), and stores it in
+// strength chosen by cross-validation (policy.Fit), and stores it in
 // the run. encoding is the tokenizer curate used. It fails with an error
-// wrapping curate.ErrTooFewJudged when the run has fewer than
-// curate.MinPolicyExamples judged turns.
-func FitPolicy(ctx context.Context, db, encoding string, o curate.PolicyFitOptions) (PolicyFit, error) {
+// wrapping policy.ErrTooFewJudged, followed by what the fit needs
+// (policy.Needs), when the run has fewer than policy.MinExamples judged
+// turns.
+func FitPolicy(ctx context.Context, db, encoding string, o policy.FitOptions) (PolicyFit, error) {
 	var fit PolicyFit
 	counter, err := tokens.New(encoding)
 	if err != nil {
@@ -46,7 +50,7 @@ func FitPolicy(ctx context.Context, db, encoding string, o curate.PolicyFitOptio
 	if err != nil {
 		return fit, err
 	}
-	var judged []curate.JudgedTurn
+	var judged []policy.JudgedTurn
 	for _, v := range plans[judge.StageName] {
 		p, _, err := judge.ParseVariant(v.Name)
 		if err != nil || !((p.A == "fc" && p.B == "ao") || (p.A == "ao" && p.B == "fc")) {
@@ -57,7 +61,7 @@ func FitPolicy(ctx context.Context, db, encoding string, o curate.PolicyFitOptio
 				return nil
 			}
 			if w, ok := judge.ShareWon(u.Output, p, "fc", judge.Quality); ok {
-				judged = append(judged, curate.JudgedTurn{Conv: u.ConvID, Turn: u.Turn, FCWins: w})
+				judged = append(judged, policy.JudgedTurn{Conv: u.ConvID, Turn: u.Turn, FCWins: w})
 			}
 			return nil
 		})
@@ -65,24 +69,30 @@ func FitPolicy(ctx context.Context, db, encoding string, o curate.PolicyFitOptio
 			return fit, err
 		}
 	}
-	if len(judged) < curate.MinPolicyExamples {
-		return fit, fmt.Errorf("found %d judged fc-vs-ao turns in %s: %w", len(judged), l.Path(), curate.ErrTooFewJudged)
+	if len(judged) < policy.MinExamples {
+		err = fmt.Errorf("found %d judged fc-vs-ao turns in %s: %w", len(judged), l.Path(), policy.ErrTooFewJudged)
+	} else {
+		classify, _ := curate.PickUpstream(plans[curate.ClassifyStage], "")
+		fit.WithTypes = classify.Variant != ""
+		fit.Policy, err = policy.FitRun(ctx, l, judged, curate.PolicyFeatures(l, classify, counter), o)
 	}
-	classify, _ := curate.PickUpstream(plans[curate.ClassifyStage], "")
-	fit.WithTypes = classify.Variant != ""
-	fit.Policy, err = curate.FitRunPolicy(ctx, l, judged, classify, counter, o)
+	if errors.Is(err, policy.ErrTooFewJudged) {
+		// Either count came short (FitRun's after dropped ties): say what
+		// the run needs.
+		err = fmt.Errorf("%w.\n%s", err, policy.Needs())
+	}
 	return fit, err
 }
 
 // Learning is what LearnMemory did.
 type Learning struct {
-	curate.LearnResult
+	memory.LearnResult
 	Skipped string // why nothing was learned (no endpoint), "" otherwise
 }
 
 // LearnMemory learns the offline AC3 cheatsheet on the first n
 // conversations of the run (a third of them when n <= 0), analyzing turns
-// from `from` on, and stores it in the run (see curate.LearnOffline): one
+// from `from` on, and stores it in the run (see memory.LearnOffline): one
 // reflection per conversation on its trajectory, with the decisions of the
 // gated-reset operator under ac's gate and, as outcomes, the run's judge
 // verdicts of ac.OutcomePair (by default the first judged pair with an AC3
@@ -126,23 +136,24 @@ func LearnMemory(ctx context.Context, db string, m Model, n, from int, again boo
 	r := &runner{opts: o}
 	meter := progress.Start(r.progress(), "memory", "conversations", min(int64(n), total))
 	defer meter.Stop()
-	opts := curate.LearnOptions{
-		Conversations: n, From: from, Again: again, Operator: curate.OpGatedReset,
+	gate := curate.DefaultGate(curated.OpGatedReset)
+	if g, ok := ac.Gates[curated.OpGatedReset]; ok {
+		gate = g
+	}
+	opts := memory.LearnOptions{
+		Conversations: n, From: from, Again: again, Decisions: curate.Decisions(curated.OpGatedReset, gate),
 		OnConversation: func(u analyze.Usage) { meter.Add(1, 0); meter.AddCost(u.CostUSD) },
 		OnSkip: func(id string, err error) {
 			r.logf("memory learn: skipping conversation %s: %v\n", id, err)
 		},
 	}
-	if g, ok := ac.Gates[curate.OpGatedReset]; ok {
-		opts.Gate = &g
-	}
 	if pair.Name != "" {
 		opts.OutcomePair = pair.Name
-		opts.Outcomes = func(ctx context.Context, c *conv.Conversation) (curate.Outcomes, error) {
+		opts.Outcomes = func(ctx context.Context, c *conv.Conversation) (memory.Outcomes, error) {
 			return judgedOutcomes(ctx, l, pair, c.ID)
 		}
 	}
-	res.LearnResult, err = curate.LearnOffline(ctx, an, l, opts)
+	res.LearnResult, err = memory.LearnOffline(ctx, an, l, opts)
 	return res, err
 }
 
@@ -173,7 +184,7 @@ func outcomePair(vs []ledger.Variant, want string) (ledger.Variant, error) {
 func isOperator(strategy string) bool {
 	name, _, _ := strings.Cut(strategy, "+")
 	switch name {
-	case curate.OpAugment, curate.OpReset, curate.OpGatedReset, curate.OpRewrite:
+	case curated.OpAugment, curated.OpReset, curated.OpGatedReset, curated.OpRewrite:
 		return true
 	}
 	return false
@@ -182,8 +193,8 @@ func isOperator(strategy string) bool {
 // judgedOutcomes reads the quality verdicts of judge variant v on
 // conversation convID: one line per judged turn, from the operator's side
 // of the pair, and a count of them.
-func judgedOutcomes(ctx context.Context, l *ledger.Ledger, v ledger.Variant, convID string) (curate.Outcomes, error) {
-	out := curate.Outcomes{ByTurn: map[int]string{}}
+func judgedOutcomes(ctx context.Context, l *ledger.Ledger, v ledger.Variant, convID string) (memory.Outcomes, error) {
+	out := memory.Outcomes{ByTurn: map[int]string{}}
 	p, _, err := judge.ParseVariant(v.Name)
 	if err != nil {
 		return out, err

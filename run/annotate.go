@@ -121,7 +121,7 @@ func (r *runner) annotate(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		runs = append(runs, stageRun{label: p.label, stage: st, workers: a.Workers, window: a.Window, perConversation: true})
+		runs = append(runs, stageRun{label: p.label, stage: st, workers: a.Workers, perConversation: true})
 	}
 	// None of the three reads another's answers: in batch mode they pass in
 	// turn and share their rounds of batches.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -255,6 +256,15 @@ type BatchImport struct {
 	Unknown    int64
 	UnknownIDs []string
 	Malformed  int64 // lines that are not batch results, or answers that are not completions
+}
+
+// WriteText prints what the import did, as 'ac3 batch import' shows it.
+func (st BatchImport) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "imported %d answers (%d already imported, %d error lines left queued, %d malformed lines skipped)\n",
+		st.Imported, st.Repeated, st.Errors, st.Malformed)
+	if st.Unknown > 0 {
+		fmt.Fprintf(w, "skipped %d lines whose custom_id this run is not waiting for, e.g. %s\n", st.Unknown, strings.Join(st.UnknownIDs, ", "))
+	}
 }
 
 // ErrForeignResults is returned by ImportBatch for a results file none of

@@ -49,7 +49,6 @@ type CompInt struct {
 	// left undefined (compint.DefaultMinDenominator when 0).
 	MinDenominator float64
 	Encoding       string // tokenizer (tokens.DefaultEncoding when "")
-	Parallel       int
 	// Prompts replace the probe's and the retention judge's prompts with
 	// users' templates; nil fields keep ours.
 	Prompts compint.Prompts
@@ -119,12 +118,10 @@ func (r *runner) compintBuild(ctx context.Context) (bool, error) {
 	// The instances are fixed once built: settings that would build others
 	// need a new run file, or the run would mix two experiments.
 	key := c.buildKey(st, bd)
-	had, ok, err := r.l.Meta(ctx, metaCompIntBuild)
-	if err != nil {
+	if _, err := r.keptKey(ctx, metaCompIntBuild, key, func(had string) error {
+		return fmt.Errorf("compint: this run's instances were built with other settings (%s); now %s: use a new run file to build others", had, key)
+	}); err != nil {
 		return false, err
-	}
-	if ok && had != key {
-		return false, fmt.Errorf("compint: this run's instances were built with other settings (%s); now %s: use a new run file to build others", had, key)
 	}
 	done, err := r.derived(ctx, measure.Origin)
 	if err != nil {
@@ -193,7 +190,7 @@ func (c *CompInt) build(client *llm.Client, units measure.UnitReader, plans map[
 		Orders: compint.OrderMode(c.Orders), Seed: uint64(seed),
 		JudgeRole: judgeRole, ProbeRole: probeRole,
 		JudgeSettings: m.roleSettings(judgeRole), ProbeSettings: m.roleSettings(probeRole),
-		Parallel: c.Parallel, Prompts: c.Prompts,
+		Prompts: c.Prompts,
 	})
 	return st, strategies, err
 }
@@ -206,13 +203,9 @@ func (r *runner) compintMeasure(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	r.heading("compint: retention and compliance")
-	client, err := r.modelClient(ctx, measure.StageName)
+	client, plans, err := r.modelClient(ctx, measure.StageName)
 	if err != nil || client == nil {
 		return err == nil, err
-	}
-	plans, err := r.l.Plans(ctx)
-	if err != nil {
-		return false, err
 	}
 	st, strategies, err := c.build(client, r.l, plans, r.plan.Model, r.plan.Seed)
 	if err != nil {

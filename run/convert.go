@@ -63,6 +63,24 @@ func Convert(ctx context.Context, cv Conversion, progressTo io.Writer) (convert.
 	return st, nil
 }
 
+// WriteConversion prints what Convert did, as 'ac3 convert' shows it: the
+// records read, the conversations written to out, and the drops and bad
+// records by reason.
+func WriteConversion(w io.Writer, out string, st convert.Stats) {
+	var dropped, bad int64
+	for _, n := range st.Dropped {
+		dropped += n
+	}
+	badBy := map[string]int64{}
+	for r, n := range st.Bad {
+		bad += n
+		badBy[string(r)] = n
+	}
+	fmt.Fprintf(w, "read %d records: wrote %d conversations to %s\n", st.Records, st.Kept, out)
+	WriteCounts(w, "dropped by filters", st.Dropped, dropped)
+	WriteCounts(w, "bad records skipped", badBy, bad)
+}
+
 type countingWriter struct {
 	w convert.FileWriter
 	m *progress.Meter

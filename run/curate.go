@@ -13,6 +13,8 @@ import (
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/memory"
+	"github.com/ac3/ac3/stages/curate/policy"
 )
 
 // check refuses settings that cannot work.
@@ -42,8 +44,8 @@ func (s AC3) check() error {
 type curateBuild struct {
 	stage  pipeline.Stage // nil when no strategy is left to run
 	model  bool           // some strategy calls the analyzer
-	online *curate.OnlineMemory
-	split  curate.MemorySplit // the offline memory's learning split (zero without one)
+	online *memory.Online
+	split  memory.Split // the offline memory's learning split (zero without one)
 }
 
 // curateEnv is what building the curate stage reads: the run (nil in a dry
@@ -124,11 +126,11 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 	// The online memory's chain is stored in the run; a dry run without a
 	// run only needs its version.
 	if c.AC3.Memory == MemoryOnline && opts.Analyzer != nil {
-		var store curate.MetaStore
+		var store memory.MetaStore
 		if e.l != nil {
 			store = e.l
 		}
-		b.online = curate.NewOnlineMemory(opts.Analyzer, store, c.FromTurn)
+		b.online = memory.NewOnline(opts.Analyzer, store, c.FromTurn)
 	}
 	var strategies []curate.Strategy
 	usesOnline := false
@@ -165,12 +167,12 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 
 // runInputs loads what the strategies read from the run: the offline
 // cheatsheet and the fitted adaptive policy.
-func (c *Curate) runInputs(ctx context.Context, e curateEnv, opts *curate.Options, split *curate.MemorySplit) error {
+func (c *Curate) runInputs(ctx context.Context, e curateEnv, opts *curate.Options, split *memory.Split) error {
 	if e.l == nil {
 		return nil
 	}
 	if c.AC3.Memory == MemoryOffline {
-		m, ok, err := curate.LoadOfflineMemory(ctx, e.l)
+		m, ok, err := memory.LoadOffline(ctx, e.l)
 		if err != nil {
 			return err
 		}
@@ -178,11 +180,11 @@ func (c *Curate) runInputs(ctx context.Context, e curateEnv, opts *curate.Option
 			return errors.New("memory regime offline: this run has no learned cheatsheet; run 'ac3 memory learn' first")
 		}
 		opts.Memory = m.Memory()
-		*split = curate.SplitOf(m, c.AC3.IncludeLearning)
+		*split = memory.SplitOf(m, c.AC3.IncludeLearning)
 	}
 	if c.AC3.Adaptive.Policy == curate.PolicyScored {
 		var err error
-		if opts.Adaptive.Fitted, err = curate.LoadPolicy(ctx, e.l); err != nil {
+		if opts.Adaptive.Fitted, err = policy.Load(ctx, e.l); err != nil {
 			return err
 		}
 	}
@@ -246,7 +248,7 @@ func (r *runner) curate(ctx context.Context) (bool, error) {
 	if b.split.Hash != "" {
 		// Recorded before curating, so a report of a run stopped part way
 		// already knows which conversations to leave out.
-		if err := curate.SaveMemorySplit(ctx, r.l, b.split); err != nil {
+		if err := memory.SaveSplit(ctx, r.l, b.split); err != nil {
 			return false, err
 		}
 	}
@@ -263,7 +265,7 @@ func (r *runner) curate(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("curate on: %w", err)
 	}
-	res, err := r.runStage(ctx, stageRun{label: "curate", stage: b.stage, workers: workers, window: c.Window, scope: on})
+	res, err := r.runStage(ctx, stageRun{label: "curate", stage: b.stage, workers: workers, scope: on})
 	if err != nil {
 		return false, err
 	}

@@ -20,6 +20,6 @@
 //
 // The package sits on top of every other: it wires stages, the judge, the
 // report and the exports together, and nothing but the command line imports
-// it (see the layer picture in package pipeline). Config types stay in
-// cmd/ac3; this package takes option structs.
+// it (the layers are drawn in the module root's doc.go). It takes a Plan of
+// option structs; reading a config file into one is run/config's job.
 package run

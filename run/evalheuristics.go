@@ -13,26 +13,27 @@ import (
 	"github.com/ac3/ac3/stages/constraints"
 )
 
+// readExamples reads the labelled set at path with read, the annotator's
+// own reader: both sets are files of the same kind.
+func readExamples[T any](path string, read func(io.Reader) ([]T, error)) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening labelled turns: %w", err)
+	}
+	defer f.Close()
+	return read(f)
+}
+
 // EvalHeuristics measures the rule-based classify and constraints annotators
 // on the labelled sets in dir (classify.jsonl, constraints.jsonl) and prints
 // precision, recall and F1 per class for the dev and the held-out test split;
 // misses also lists the ids of wrongly labelled examples.
 func EvalHeuristics(w io.Writer, dir string, misses bool) error {
-	f, err := os.Open(filepath.Join(dir, "classify.jsonl"))
-	if err != nil {
-		return fmt.Errorf("opening labelled turns: %w", err)
-	}
-	cx, err := classify.ReadExamples(f)
-	f.Close()
+	cx, err := readExamples(filepath.Join(dir, "classify.jsonl"), classify.ReadExamples)
 	if err != nil {
 		return err
 	}
-	g, err := os.Open(filepath.Join(dir, "constraints.jsonl"))
-	if err != nil {
-		return fmt.Errorf("opening labelled turns: %w", err)
-	}
-	kx, err := constraints.ReadExamples(g)
-	g.Close()
+	kx, err := readExamples(filepath.Join(dir, "constraints.jsonl"), constraints.ReadExamples)
 	if err != nil {
 		return err
 	}

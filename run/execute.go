@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
@@ -51,6 +52,20 @@ type Result struct {
 	// for. StageResult.BatchRounds has each stage's; stages that do not
 	// read each other's answers share theirs, so this is at most their sum.
 	BatchRounds int
+}
+
+// ReportFile is the report the run wrote for people to open: its
+// report.html, else the first file it wrote; "" when it wrote none.
+func (r Result) ReportFile() string {
+	for _, p := range r.Reports {
+		if filepath.Ext(p) == ".html" {
+			return p
+		}
+	}
+	if len(r.Reports) > 0 {
+		return r.Reports[0]
+	}
+	return ""
 }
 
 // Exported is one export file written.
@@ -219,10 +234,7 @@ func (p Plan) check() error {
 		return errors.New("no pairs: pass --pairs A:B,... or give a config with stages.judge.pairs")
 	}
 	for _, x := range p.Exports {
-		if _, err := ExportFormat(x.What, x.Format); err != nil {
-			return err
-		}
-		if err := x.Options().Check(x.What); err != nil {
+		if err := x.check(); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,9 @@ package run
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 
 	"github.com/ac3/ac3/pipeline/ledger"
 )
@@ -71,4 +73,48 @@ func (r *runner) skippedFailures(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// WriteFailed writes how a command ends on the run's state rather than the
+// pass's: one line per stage variant of r.Failed, whichever pass recorded
+// it, the step they blocked, and the 'ac3 retry' commands (on db) that
+// queue them again. accepted is --accept-failed, which leaves them failed
+// and does not hold for a blocked run. It reports whether the failures
+// stand, which the command's exit status says (2).
+func (r Result) WriteFailed(w io.Writer, db string, accepted bool) (failing bool) {
+	if len(r.Failed) == 0 {
+		return false
+	}
+	var tasks int64
+	var where, stages []string
+	for _, f := range r.Failed {
+		tasks += f.Tasks
+		where = append(where, fmt.Sprintf("%s/%s %d", f.Stage, f.Variant, f.Tasks))
+		if !slices.Contains(stages, f.Stage) {
+			stages = append(stages, f.Stage)
+		}
+		line := fmt.Sprintf("failed: %s/%s: %d tasks, %d units", f.Stage, f.Variant, f.Tasks, f.Units)
+		if len(f.Groups) > 0 {
+			g := f.Groups[0]
+			line += fmt.Sprintf("; %d with %q, e.g. conversation %s turn %d", g.Units, g.Reason, g.Example.ConvID, g.Example.Turn)
+			if len(f.Groups) > 1 {
+				line += fmt.Sprintf(" (and %d other reasons: 'ac3 status --db %s')", len(f.Groups)-1, db)
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	retry := make([]string, len(stages))
+	for i, s := range stages {
+		retry[i] = fmt.Sprintf("'ac3 retry --db %s --stage %s'", db, s)
+	}
+	if r.Blocked != "" {
+		fmt.Fprintln(w, r.Blocked)
+	}
+	what := fmt.Sprintf("%d tasks have failed units recorded in the run (%s), each with its error and the model's raw answer", tasks, strings.Join(where, ", "))
+	if accepted && r.Blocked == "" {
+		fmt.Fprintf(w, "%s; accepted (--accept-failed): they stay failed until %s queues them again\n", what, strings.Join(retry, " and "))
+		return false
+	}
+	fmt.Fprintf(w, "%s: %s queues them again for the next run of this command; --accept-failed accepts them\n", what, strings.Join(retry, " and "))
+	return true
 }

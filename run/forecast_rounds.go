@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/pipeline/conv"
-	"github.com/ac3/ac3/stages/compint/measure"
 	"github.com/ac3/ac3/stages/constraints"
 	"github.com/ac3/ac3/stages/curate"
-	"github.com/ac3/ac3/stages/respond"
 )
 
 // BatchRounder is implemented by a stage that can say how many rounds of
@@ -40,12 +37,6 @@ func (e *forecaster) sequentialCalls(stage string) bool {
 		// The registry, and a strategy's context at a turn, carry what the
 		// answers for the turns before it said.
 		return true
-	case respond.StageName:
-		return e.plan.Respond != nil && e.plan.Respond.Parallel == 1
-	case judge.StageName:
-		return e.plan.Judge != nil && e.plan.Judge.Parallel == 1
-	case measure.StageName:
-		return e.plan.CompInt != nil && e.plan.CompInt.Parallel == 1
 	}
 	return false
 }

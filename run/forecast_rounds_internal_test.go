@@ -70,17 +70,6 @@ func TestForecastBatchRounds(t *testing.T) {
 			note:  "curate asks a conversation's calls one after another",
 		},
 		{
-			name: "parallel 1 makes respond and judge sequential",
-			plan: Plan{Respond: &Respond{Parallel: 1}, Judge: &Judge{Parallel: 1}},
-			stages: []StageForecast{
-				{Stage: respond.StageName, Label: "respond", stage: stubStage{respond.StageName}},
-				{Stage: judge.StageName, Label: "judge", stage: stubStage{judge.StageName}},
-			},
-			convs: []conversation{talk(3, map[string]int{"respond": 2, "judge": 4})},
-			want:  map[string]int64{"respond": 2, "judge": 4},
-			total: 6,
-		},
-		{
 			name: "stages that say their rounds",
 			stages: []StageForecast{
 				{Stage: classify.StageName, Label: "classify (llm)", stage: stubStage{classify.StageName}, shared: true},

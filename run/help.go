@@ -14,6 +14,8 @@ var (
 	batchHelpText string
 	//go:embed help/ingest.txt
 	ingestHelpText string
+	//go:embed help/merge.txt
+	mergeHelpText string
 	//go:embed help/retry.txt
 	retryHelpText string
 	//go:embed help/status.txt
@@ -28,6 +30,9 @@ func BatchHelp() string { return strings.TrimSuffix(batchHelpText, "\n") }
 
 // IngestHelp is the manual page of 'ac3 ingest'.
 func IngestHelp() string { return strings.TrimSuffix(ingestHelpText, "\n") }
+
+// MergeHelp is the manual page of 'ac3 merge'.
+func MergeHelp() string { return strings.TrimSuffix(mergeHelpText, "\n") }
 
 // RetryHelp is the manual page of 'ac3 retry'.
 func RetryHelp() string { return strings.TrimSuffix(retryHelpText, "\n") }

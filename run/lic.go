@@ -203,27 +203,33 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 		r.logf("lic: no folder for accuracy.md (set lic.out or run.out)\n")
 		return true, nil
 	}
-	paths, err := report.WriteAccuracy(out, acc)
+	return r.wroteReports(report.WriteAccuracy(out, acc))
+}
+
+// keptKey compares key with the one the run recorded under meta for
+// something built once and then kept (the LiC pool, the CompInt
+// instances): ok says whether there is one, and a different one is the
+// error mismatch makes of it.
+func (r *runner) keptKey(ctx context.Context, meta, key string, mismatch func(had string) error) (ok bool, err error) {
+	had, ok, err := r.l.Meta(ctx, meta)
 	if err != nil {
 		return false, err
 	}
-	for _, p := range paths {
-		r.logf("wrote %s\n", p)
+	if ok && had != key {
+		return true, mismatch(had)
 	}
-	r.res.Reports = append(r.res.Reports, paths...)
-	return true, nil
+	return ok, nil
 }
 
 // licPool derives the pool's trajectories as conversations, once: the
 // pool a run drew is kept, and other pool settings need a new run file.
 func (r *runner) licPool(ctx context.Context, c *LiC, sim *simulate.Stage, check *simulate.FNCheck) (bool, error) {
 	key := c.poolKey(sim, check)
-	had, ok, err := r.l.Meta(ctx, metaPool)
+	ok, err := r.keptKey(ctx, metaPool, key, func(had string) error {
+		return fmt.Errorf("lic: this run's pool was drawn with %s; the settings now give %s (use a new run file for another pool)", had, key)
+	})
 	if err != nil {
 		return false, err
-	}
-	if ok && had != key {
-		return false, fmt.Errorf("lic: this run's pool was drawn with %s; the settings now give %s (use a new run file for another pool)", had, key)
 	}
 	if !ok {
 		if err := r.l.SetMeta(ctx, metaPool, key); err != nil {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -146,22 +147,19 @@ type Annotate struct {
 	ConstraintsRegistry string
 	Pollution           bool // review the dataset's replies (model only)
 	Workers             int  // conversations a heuristic annotator labels at once (CPU)
-	Window              int  // tasks a model annotator keeps open (0: derived; see Window)
 	// Prompts replace the model annotators' prompts, by prompt name
 	// (classify, constraints, pollution): users' templates, checked with
 	// prompt.ParseFile against the stage's PromptSpec.
 	Prompts map[string]*prompt.Template
 }
 
-// Window, in Annotate, Curate, Respond and Judge, is how many tasks
-// (conversation × variant) a model-backed stage keeps open at once; their
-// units are in flight or waiting at the endpoint's limiter, so the
-// endpoint's own limits (concurrency, RPM, TPM), not this number, decide
-// what is sent. 0 derives it from those limits (pipeline.DefaultWindow:
-// twice the concurrency of each endpoint the stage calls). Workers bounds
-// the CPU-bound stages (rules, heuristics) instead: one per core keeps the
-// cores busy; model stages ignore it. Each open task holds one
-// conversation, so either knob bounds memory.
+// How much runs at once has two settings, one per resource. Workers, in
+// Annotate and Curate, bounds the CPU-bound stages (rules, heuristics): one
+// per core keeps the cores busy. Model calls are paced by each endpoint's
+// limits (concurrency, RPM, TPM, in Model): a model-backed stage keeps
+// twice its endpoints' concurrency of tasks open (pipeline.DefaultWindow),
+// so a request is always waiting when the endpoint can take one. Each open
+// task holds one conversation, so both bound memory.
 
 // Curate builds the curated contexts.
 type Curate struct {
@@ -175,7 +173,6 @@ type Curate struct {
 	// (1 for CompInt's probe turn); 0 curates every turn from FromTurn on.
 	LastTurns int
 	Workers   int // conversations curated at once by rule-based strategies (CPU)
-	Window    int // tasks open when a strategy calls the analyzer (0: derived)
 	AC3       AC3
 }
 
@@ -233,20 +230,14 @@ type Respond struct {
 	Strategies  []string // curate strategies to answer (default: every curated one)
 	Respondents []string // roles (default: respondent)
 	Samples     int      // answers per context (default 1)
-	Parallel    int      // calls in flight per conversation
-	Workers     int      // unused by this model stage; kept for symmetry with the CPU stages
-	Window      int      // tasks open at once (0: derived from the endpoints' limits)
 }
 
 // Judge compares the answers of two strategies.
 type Judge struct {
-	Pairs    []string // "A:B"
-	Order    string   // judge.OrderRandom (default) or judge.OrderBoth (stricter)
-	Context  string   // judge context (judge.ContextFull by default)
-	Role     string   // judge role (judge.DefaultRole by default)
-	Parallel int      // calls in flight per conversation
-	Workers  int      // unused by this model stage; kept for symmetry with the CPU stages
-	Window   int      // tasks open at once (0: derived from the endpoints' limits)
+	Pairs   []string // "A:B"
+	Order   string   // judge.OrderRandom (default) or judge.OrderBoth (stricter)
+	Context string   // judge context (judge.ContextFull by default)
+	Role    string   // judge role (judge.DefaultRole by default)
 	// Prompt replaces the pairwise prompt with a user's template, checked
 	// with prompt.ParseFile against judge.PromptSpec; nil keeps ours.
 	Prompt *prompt.Template
@@ -275,4 +266,18 @@ type Export struct {
 // Options are the export options x carries.
 func (x Export) Options() export.Options {
 	return export.Options{Preferences: x.Preferences, Curated: x.Curated, Partial: x.Partial}
+}
+
+// check refuses an export that cannot be written, before the run file is
+// opened: its options (named by the export command's flags, the only way
+// to set them), then its kind and format.
+func (x Export) check() error {
+	if x.Curated.TrainOn != "" && x.Format != string(export.SFT) {
+		return errors.New("--train-on applies to --format sft only")
+	}
+	if err := x.Options().Check(x.What); err != nil {
+		return err
+	}
+	_, err := ExportFormat(x.What, x.Format)
+	return err
 }

@@ -13,6 +13,24 @@ import (
 	"github.com/ac3/ac3/stages/respond"
 )
 
+// PollutionTargets reads the names of the replies pollution reviews, as
+// the annotate command's --on and a config's stages.pollution.on give
+// them: "dataset" (the conversations' own replies) and "generated" or
+// "responses" (those respond wrote). unknown is the first other name.
+func PollutionTargets(on []string) (dataset, generated bool, unknown string) {
+	for _, t := range on {
+		switch t {
+		case "dataset":
+			dataset = true
+		case "generated", "responses":
+			generated = true
+		default:
+			return dataset, generated, t
+		}
+	}
+	return dataset, generated, ""
+}
+
 // ReviewReplies reviews the replies respond generated for context
 // pollution, per respond variant, with the prompt and five categories the
 // dataset's replies get (Huang et al.'s Table 1: how often replies written

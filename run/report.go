@@ -62,7 +62,13 @@ func (r *runner) report(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("building report: %w", err)
 	}
-	paths, err := report.Write(rp.Out, rep, rp.Formats)
+	return r.wroteReports(report.Write(rp.Out, rep, rp.Formats))
+}
+
+// wroteReports logs the files a report step wrote and adds them to the
+// run's result, or passes on its error; the report and the LiC accuracy
+// step finish alike.
+func (r *runner) wroteReports(paths []string, err error) (bool, error) {
 	if err != nil {
 		return false, err
 	}

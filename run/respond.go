@@ -53,7 +53,7 @@ func (a *Respond) build(client *llm.Client, units respond.UnitReader, plans map[
 		}
 		rs = append(rs, r)
 	}
-	return respond.New(client, units, respond.Options{Strategies: strategies, CurateVersions: cv, Respondents: rs, Samples: a.Samples, Parallel: a.Parallel})
+	return respond.New(client, units, respond.Options{Strategies: strategies, CurateVersions: cv, Respondents: rs, Samples: a.Samples})
 }
 
 // build builds the judge stage over the respond stage's plan.
@@ -70,7 +70,7 @@ func (a *Judge) build(client *llm.Client, units judge.UnitReader, plans map[stri
 	role := cmp.Or(a.Role, judge.DefaultRole)
 	return judge.New(client, units, judge.Options{
 		Pairs: pairs, Context: a.Context, Order: a.Order, Seed: seed, RespondVersions: rv,
-		Role: role, Settings: m.roleSettings(role), Parallel: a.Parallel, Prompt: a.Prompt,
+		Role: role, Settings: m.roleSettings(role), Prompt: a.Prompt,
 	})
 }
 
@@ -80,19 +80,15 @@ func (r *runner) respond(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	r.heading("respond (%s)", strings.Join(a.Strategies, ","))
-	client, err := r.modelClient(ctx, respond.StageName)
+	client, plans, err := r.modelClient(ctx, respond.StageName)
 	if err != nil || client == nil {
 		return err == nil, err
-	}
-	plans, err := r.l.Plans(ctx)
-	if err != nil {
-		return false, err
 	}
 	st, err := a.build(client, r.l, plans, r.plan.Model)
 	if err != nil {
 		return false, err
 	}
-	res, err := r.runStage(ctx, stageRun{label: st.Name(), stage: st, workers: a.Workers, window: a.Window})
+	res, err := r.runStage(ctx, stageRun{label: st.Name(), stage: st})
 	if err != nil {
 		return false, err
 	}
@@ -105,13 +101,9 @@ func (r *runner) judge(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	r.heading("judge (%s, order %s)", strings.Join(a.Pairs, ","), cmp.Or(a.Order, judge.OrderRandom))
-	client, err := r.modelClient(ctx, judge.StageName)
+	client, plans, err := r.modelClient(ctx, judge.StageName)
 	if err != nil || client == nil {
 		return err == nil, err
-	}
-	plans, err := r.l.Plans(ctx)
-	if err != nil {
-		return false, err
 	}
 	st, err := a.build(client, r.l, plans, r.plan.Model, r.plan.Seed)
 	if err != nil {
@@ -120,7 +112,7 @@ func (r *runner) judge(ctx context.Context) (bool, error) {
 	if err := r.l.SetMeta(ctx, MetaSeed, strconv.FormatInt(r.plan.Seed, 10)); err != nil {
 		return false, err
 	}
-	res, err := r.runStage(ctx, stageRun{label: st.Name(), stage: st, workers: a.Workers, window: a.Window})
+	res, err := r.runStage(ctx, stageRun{label: st.Name(), stage: st})
 	if err != nil {
 		return false, err
 	}
@@ -129,9 +121,18 @@ func (r *runner) judge(ctx context.Context) (bool, error) {
 
 // modelClient is the model client for a model-backed stage, or nil when no
 // endpoint is configured: the stage is then skipped, with one line in the
-// log and a StageResult saying why.
-func (r *runner) modelClient(ctx context.Context, stage string) (*llm.Client, error) {
-	return r.modelClientAs(ctx, nil, stage, StageResult{Stage: stage, Label: stage})
+// log and a StageResult saying why. With a client it also returns the run's
+// plans, which every such stage is built from.
+func (r *runner) modelClient(ctx context.Context, stage string) (*llm.Client, map[string][]ledger.Variant, error) {
+	client, err := r.modelClientAs(ctx, nil, stage, StageResult{Stage: stage, Label: stage})
+	if err != nil || client == nil {
+		return nil, nil, err
+	}
+	plans, err := r.l.Plans(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, plans, nil
 }
 
 // modelClientAs is modelClient for a stage that estimates its requests with

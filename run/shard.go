@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -243,4 +244,14 @@ func withoutPace(section any) (any, error) {
 	}
 	strip(v)
 	return v, nil
+}
+
+// WriteMerged prints what merging the shards into out did, as 'ac3 merge'
+// shows it, and what to run next.
+func WriteMerged(w io.Writer, out string, rep ledger.MergeReport) {
+	fmt.Fprintf(w, "merged %d shards into %s: %d conversations, %d units, %d model calls\n", rep.Shards, out, rep.Conversations, rep.Units, rep.Calls)
+	if rep.CrossDuplicates > 0 {
+		fmt.Fprintf(w, "dropped %d conversations as duplicates of earlier ones in other shards (dedupe); their model calls stay in the spend\n", rep.CrossDuplicates)
+	}
+	fmt.Fprintln(w, "next: run the same config (or report/export) on the merged file for the report and exports")
 }

@@ -113,9 +113,9 @@ func TestStepFingerprints(t *testing.T) {
 	}
 	// Nor may how fast a step runs.
 	w := p
-	w.Curate = &Curate{Strategies: []string{"fc"}, Workers: 7, Window: 3}
+	w.Curate = &Curate{Strategies: []string{"fc"}, Workers: 7}
 	if b := fp(w); b["curate"] != a["curate"] {
-		t.Error("workers or window changed the fingerprint")
+		t.Error("workers changed the fingerprint")
 	}
 	// The model, the seed and the settings may not.
 	q.Model.Options.Endpoints[0].Model = "llama"

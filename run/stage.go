@@ -43,7 +43,6 @@ type stageRun struct {
 	label   string
 	stage   pipeline.Stage
 	workers int // CPU-bound stages: tasks at once
-	window  int // model-backed stages: tasks open at once (0: derived)
 	// perConversation words the counts as conversations, for stages with
 	// one variant, where a task is a conversation.
 	perConversation bool
@@ -72,7 +71,10 @@ type groupStage struct {
 	counts  progress.Counts // the meter's counts at the end of the last pass
 	passes  int
 	begun   bool // its plan is recorded and its pending tasks counted
-	open    bool // another pass is due
+	// plan is what Begin recorded and counted, for the first pass; a later
+	// pass (after a batch round) counts again.
+	plan *pipeline.Plan
+	open bool // another pass is due
 }
 
 // runStages runs every pending task of stages that do not read each
@@ -177,13 +179,12 @@ func (r *runner) beginStage(ctx context.Context, g *groupStage) error {
 	for _, line := range userPrompts(g.stage) {
 		r.logf("%s: %s\n", g.label, line)
 	}
-	if err := pipeline.RecordPlan(ctx, r.l, g.stage, g.scope); err != nil {
-		return err
-	}
-	pending, recorded, err := pipeline.PendingIn(ctx, r.l, g.stage, g.scope)
+	p, err := pipeline.Begin(ctx, r.l, g.stage, g.scope)
 	if err != nil {
 		return err
 	}
+	pending, recorded := p.Pending, p.Recorded
+	g.plan = &p
 	if pending == 0 {
 		g.res.Previous = recorded
 		r.logf("%s: nothing to do, all %d tasks (conversation × variant) are already recorded\n", g.label, recorded)
@@ -203,7 +204,7 @@ func (r *runner) beginStage(ctx context.Context, g *groupStage) error {
 func (r *runner) pass(ctx context.Context, g *groupStage, spent *float64) (pipeline.Summary, error) {
 	m := progress.StartFrom(r.progress(), g.label, g.unit, g.pending, g.counts)
 	pass, err := pipeline.Run(ctx, r.l, g.stage, pipeline.Options{
-		Workers: g.workers, Window: g.window, Stop: r.opts.Stop, Scope: g.scope,
+		Workers: g.workers, Stop: r.opts.Stop, Scope: g.scope, Plan: g.plan,
 		Graceful: func(err error) bool { return errors.Is(err, llm.ErrBudgetExceeded) },
 		OnCommit: func(tasks, _, _ int, tok int64) {
 			m.Add(int64(tasks), tok)
@@ -214,6 +215,7 @@ func (r *runner) pass(ctx context.Context, g *groupStage, spent *float64) (pipel
 		},
 	})
 	m.Stop()
+	g.plan = nil
 	g.counts = m.Counts()
 	if g.passes == 0 {
 		g.sum.Planned, g.sum.Previous = pass.Planned, pass.Previous

@@ -45,6 +45,24 @@ type LabellerQuality struct {
 	Line                 string   `json:"line"` // the figures in one sentence
 }
 
+// Status is where a run stands, as 'ac3 status' shows it (WriteStatus) or
+// gives it as JSON: the run file's own status and the turn-type shares of
+// each classify variant.
+type Status struct {
+	ledger.Status
+	TurnTypes []TurnTypes `json:"turn_types,omitempty"`
+}
+
+// StatusOf reads where the run in l stands.
+func StatusOf(ctx context.Context, l *ledger.Ledger) (Status, error) {
+	st, err := l.Status(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	tts, err := RunTurnTypes(ctx, l)
+	return Status{Status: st, TurnTypes: tts}, err
+}
+
 // RunTurnTypes folds the classify units of every classify variant of the
 // run into turn-type shares, one variant at a time through the ledger's
 // unit stream (memory does not grow with the run). A run without a

@@ -25,7 +25,6 @@ func annotateCommand(e *env) *cli.Command {
 			&cli.StringSliceFlag{Name: "strategies", Usage: "pollution --on responses: respond variants to review (default: all)"},
 			&cli.IntFlag{Name: "samples", Usage: "pollution --on responses: samples per reply to review (default: all)"},
 			workersFlag(4, "conversations annotated"),
-			windowFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the planned model calls and an estimated cost, change nothing"},
 			acceptFailedFlag,
 		}, append(llmFlags(), shardFlags()...)...),
@@ -34,11 +33,8 @@ func annotateCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			cfg, m, err := modelFlags(c, e)
+			_, m, err := modelFlags(c, e)
 			if err != nil {
-				return err
-			}
-			if a.Window, err = windowOf(c, cfg); err != nil {
 				return err
 			}
 			plan := run.Plan{DB: c.String("db"), Model: m, Annotate: &a, Replies: replies}
@@ -73,16 +69,9 @@ func annotateFrom(c *cli.Context) (run.Annotate, *run.ReviewReplies, error) {
 			return a, nil, fmt.Errorf("--stages: unknown stage %q (want %s)", s, strings.Join(run.AnnotateStages(), ", "))
 		}
 	}
-	dataset, responses := false, false
-	for _, on := range splitList([]string{c.String("on")}) {
-		switch on {
-		case "dataset":
-			dataset = true
-		case "responses", "generated":
-			responses = true
-		default:
-			return a, nil, fmt.Errorf("--on: %q, want dataset or responses", on)
-		}
+	dataset, responses, bad := run.PollutionTargets(splitList([]string{c.String("on")}))
+	if bad != "" {
+		return a, nil, fmt.Errorf("--on: %q, want dataset or responses", bad)
 	}
 	if !responses && (c.IsSet("strategies") || c.IsSet("samples")) {
 		return a, nil, fmt.Errorf("--strategies and --samples choose generated replies to review: add --on responses")

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -147,69 +145,17 @@ func executeResult(c *cli.Context, e *env, plan run.Plan, opts run.Options) (run
 	if res.Stopped {
 		return res, &exitStatus{code: exitStopped}
 	}
-	return res, failedUnits(c, e, plan.DB, res)
-}
-
-// reportFile is the report a run wrote for people to open: its
-// report.html, else the first file it wrote; "" when it wrote none.
-func reportFile(res run.Result) string {
-	for _, p := range res.Reports {
-		if filepath.Ext(p) == ".html" {
-			return p
-		}
+	// The run's failed units, not just this pass's, decide the status.
+	if res.WriteFailed(e.stdout, plan.DB, c.Bool(acceptFailedFlag.Name)) {
+		return res, &exitStatus{code: exitFailed}
 	}
-	if len(res.Reports) > 0 {
-		return res.Reports[0]
-	}
-	return ""
+	return res, nil
 }
 
 // acceptFailedFlag lets a command whose stages have failed units end with
 // status 0: the units stay failed (and are left out of what reads them)
 // until 'ac3 retry' queues them again.
 var acceptFailedFlag = &cli.BoolFlag{Name: "accept-failed", Usage: "end with status 0 although units of the stages this command covers are recorded as failed (by this pass or an earlier one); they stay failed, and 'ac3 retry' still queues them again. Without it such a command exits 2, on every pass, until they are retried"}
-
-// failedUnits ends a command with the run's state rather than the pass's:
-// failed units recorded in the run file for the stages the command covered
-// give exit 2 and one line per stage variant, whichever pass recorded them,
-// until they are retried or accepted with --accept-failed.
-func failedUnits(c *cli.Context, e *env, db string, res run.Result) error {
-	if len(res.Failed) == 0 {
-		return nil
-	}
-	var tasks int64
-	var where, stages []string
-	for _, f := range res.Failed {
-		tasks += f.Tasks
-		where = append(where, fmt.Sprintf("%s/%s %d", f.Stage, f.Variant, f.Tasks))
-		if !slices.Contains(stages, f.Stage) {
-			stages = append(stages, f.Stage)
-		}
-		line := fmt.Sprintf("failed: %s/%s: %d tasks, %d units", f.Stage, f.Variant, f.Tasks, f.Units)
-		if len(f.Groups) > 0 {
-			g := f.Groups[0]
-			line += fmt.Sprintf("; %d with %q, e.g. conversation %s turn %d", g.Units, g.Reason, g.Example.ConvID, g.Example.Turn)
-			if len(f.Groups) > 1 {
-				line += fmt.Sprintf(" (and %d other reasons: 'ac3 status --db %s')", len(f.Groups)-1, db)
-			}
-		}
-		fmt.Fprintln(e.stdout, line)
-	}
-	retry := make([]string, len(stages))
-	for i, s := range stages {
-		retry[i] = fmt.Sprintf("'ac3 retry --db %s --stage %s'", db, s)
-	}
-	if res.Blocked != "" {
-		fmt.Fprintln(e.stdout, res.Blocked)
-	}
-	what := fmt.Sprintf("%d tasks have failed units recorded in the run (%s), each with its error and the model's raw answer", tasks, strings.Join(where, ", "))
-	if c.Bool(acceptFailedFlag.Name) && res.Blocked == "" {
-		fmt.Fprintf(e.stdout, "%s; accepted (--accept-failed): they stay failed until %s queues them again\n", what, strings.Join(retry, " and "))
-		return nil
-	}
-	fmt.Fprintf(e.stdout, "%s: %s queues them again for the next run of this command; --accept-failed accepts them\n", what, strings.Join(retry, " and "))
-	return &exitStatus{code: exitFailed}
-}
 
 // exitCode maps a command's error to the process's exit status.
 func exitCode(err error) int {
@@ -236,11 +182,19 @@ func exitCode(err error) int {
 // openRun opens the run named by --db (or the first argument), for the
 // commands that read or fix a run rather than run stages on it.
 func openRun(c *cli.Context, readOnly bool) (*ledger.Ledger, error) {
-	path := cmp.Or(c.String("db"), c.Args().First())
-	if path == "" {
-		return nil, fmt.Errorf("no run file: pass --db RUN.db")
+	path, err := runPath(c)
+	if err != nil {
+		return nil, err
 	}
 	return ledger.Open(c.Context, path, ledger.Options{ReadOnly: readOnly, Log: c.App.ErrWriter})
+}
+
+// runPath is the run file named by --db, else the first argument.
+func runPath(c *cli.Context) (string, error) {
+	if path := cmp.Or(c.String("db"), c.Args().First()); path != "" {
+		return path, nil
+	}
+	return "", fmt.Errorf("no run file: pass --db RUN.db")
 }
 
 func splitList(s []string) []string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -65,11 +64,7 @@ func batchCommand(e *env) *cli.Command {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(e.stdout, "imported %d answers (%d already imported, %d error lines left queued, %d malformed lines skipped)\n",
-						st.Imported, st.Repeated, st.Errors, st.Malformed)
-					if st.Unknown > 0 {
-						fmt.Fprintf(e.stdout, "skipped %d lines whose custom_id this run is not waiting for, e.g. %s\n", st.Unknown, strings.Join(st.UnknownIDs, ", "))
-					}
+					st.WriteText(e.stdout)
 					return nil
 				},
 			},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ac3/ac3/pipeline/memgov"
 	"github.com/ac3/ac3/pipeline/record"
 	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/run/convert"
@@ -22,7 +23,7 @@ func convertCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "show-bad", Usage: "print each bad record's file, line and reason"},
 		),
 		Action: func(c *cli.Context) error {
-			memoryCeiling(e, convertMemoryLimit)
+			memoryCeiling(e, memgov.Convert)
 			cv := run.Conversion{Files: c.Args().Slice(), Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c), Out: c.String("out")}
 			if c.Bool("show-bad") {
 				cv.OnBad = func(b record.Bad) { fmt.Fprintf(e.stderr, "%s: %s: %s\n", b.Source, b.Reason, b.Detail) }
@@ -31,18 +32,7 @@ func convertCommand(e *env) *cli.Command {
 			if err != nil {
 				return run.FilterError(err, filterFlagNames)
 			}
-			var dropped, bad int64
-			for _, n := range st.Dropped {
-				dropped += n
-			}
-			badBy := map[string]int64{}
-			for r, n := range st.Bad {
-				bad += n
-				badBy[string(r)] = n
-			}
-			fmt.Fprintf(e.stdout, "read %d records: wrote %d conversations to %s\n", st.Records, st.Kept, cv.Out)
-			run.WriteCounts(e.stdout, "dropped by filters", st.Dropped, dropped)
-			run.WriteCounts(e.stdout, "bad records skipped", badBy, bad)
+			run.WriteConversion(e.stdout, cv.Out, st)
 			return nil
 		},
 	}

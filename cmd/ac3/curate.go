@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +28,6 @@ func curateCommand(e *env) *cli.Command {
 			&cli.IntFlag{Name: "from-turn", Value: curate.DefaultFrom, Usage: "first user turn to curate (turn 1 has no history)"},
 			&cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer encoding for token counts: " + strings.Join(tokens.Encodings(), ", ")},
 			workersFlag(2, "conversations curated"),
-			windowFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print what would be done, do nothing"},
 			acceptFailedFlag,
 		}, append(append(ac3Flags(), llmFlags()...), shardFlags()...)...),
@@ -38,13 +40,11 @@ func curateCommand(e *env) *cli.Command {
 			if cu.Workers, err = workersOf(c); err != nil {
 				return err
 			}
-			if cu.Window, err = windowOf(c, cfg); err != nil {
+			ablation, err := ablationOf(c)
+			if err != nil {
 				return err
 			}
-			if cu.AC3, err = cfg.AC3(); err != nil {
-				return err
-			}
-			if err := ac3FromFlags(c, &cu.AC3); err != nil {
+			if cu.AC3, err = ac3Of(c, cfg, curateKeys, ablation); err != nil {
 				return err
 			}
 			plan := run.Plan{DB: c.String("db"), Model: m, Curate: &cu}
@@ -78,70 +78,59 @@ func ac3Flags() []cli.Flag {
 	}
 }
 
-// ac3FromFlags lays the curate flags set on c over s.
-func ac3FromFlags(c *cli.Context, s *run.AC3) error {
-	gate := func(op string) curate.Gate {
-		if g, ok := s.Gates[op]; ok {
-			return g
+// curateKeys names the stages.curate key each curate flag sets: the flags
+// reach run.AC3 through the config's own mapping (config.WithCurate), so a
+// flag and the file's key cannot drift apart.
+var curateKeys = map[string]string{
+	"warmup": "augment.warmup", "floor": "gated_reset.floor", "cap": "gated_reset.cap",
+	"adaptive-policy": "adaptive.policy", "lambda": "adaptive.lambda", "tau": "adaptive.tau",
+	"memory": "memory.regime", "memory-include-learning": "memory.include_learning",
+	"constraints-variant": "constraints.variant", "classify-variant": "classify.variant",
+	"ao-placeholder": "ao.placeholder", "ao-note": "ao.note",
+	"reset-template": "reset_template", "rewrite-variant": "rewrite_variant", "replay": "replay",
+}
+
+// ablationOf reads the two --ablation-* flags as the key ablation.
+func ablationOf(c *cli.Context) (map[string]any, error) {
+	switch ce, sp := c.Bool("ablation-contagious-extractor"), c.Bool("ablation-single-pass"); {
+	case ce && sp:
+		return nil, errors.New("choose one of --ablation-contagious-extractor and --ablation-single-pass")
+	case ce:
+		return map[string]any{"ablation": string(analyze.AblationContagiousExtractor)}, nil
+	case sp:
+		return map[string]any{"ablation": string(analyze.AblationSinglePass)}, nil
+	}
+	return map[string]any{}, nil
+}
+
+// ac3Of is the AC3 settings of cfg (nil: none) with the flags of keys set
+// on c, and settings, laid over its stages.curate.
+func ac3Of(c *cli.Context, cfg *config.File, keys map[string]string, settings map[string]any) (run.AC3, error) {
+	for flag, key := range keys {
+		if c.IsSet(flag) {
+			settings[key] = c.Value(flag)
 		}
-		return curate.DefaultGate(op)
 	}
-	if c.IsSet("warmup") {
-		s.Gates[curate.OpAugment] = curate.Gate{Floor: c.Int("warmup")}
+	s, err := withCurate(cfg, settings)
+	if err == nil {
+		return s, nil
 	}
-	if c.IsSet("floor") || c.IsSet("cap") {
-		g := gate(curate.OpGatedReset)
-		if c.IsSet("floor") {
-			g.Floor = c.Int("floor")
+	// The user typed a flag, not a key: name the flag refused on its own.
+	for _, flag := range slices.Sorted(maps.Keys(keys)) {
+		if !c.IsSet(flag) {
+			continue
 		}
-		if c.IsSet("cap") {
-			g.Cap = c.Int("cap")
+		if _, ferr := withCurate(nil, map[string]any{keys[flag]: c.Value(flag)}); ferr != nil {
+			return s, fmt.Errorf("--%s %v: %w", flag, c.Value(flag), ferr)
 		}
-		s.Gates[curate.OpGatedReset] = g
 	}
-	if c.IsSet("adaptive-policy") {
-		s.Adaptive.Policy = c.String("adaptive-policy")
+	return s, err
+}
+
+func withCurate(cfg *config.File, settings map[string]any) (run.AC3, error) {
+	f, err := config.WithCurate(cfg, settings)
+	if err != nil {
+		return run.AC3{}, err
 	}
-	if c.IsSet("lambda") {
-		s.Adaptive.Lambda = c.Float64("lambda")
-	}
-	if c.IsSet("tau") {
-		s.Adaptive.Tau = c.Float64("tau")
-	}
-	if c.IsSet("memory") {
-		s.Memory = c.String("memory")
-	}
-	if c.IsSet("memory-include-learning") {
-		s.IncludeLearning = c.Bool("memory-include-learning")
-	}
-	if c.IsSet("constraints-variant") {
-		s.ConstraintsVariant = c.String("constraints-variant")
-	}
-	if c.IsSet("classify-variant") {
-		s.ClassifyVariant = c.String("classify-variant")
-	}
-	if c.IsSet("ao-placeholder") {
-		s.AO.Placeholder = c.String("ao-placeholder")
-	}
-	if c.IsSet("ao-note") {
-		s.AO.Note = c.String("ao-note")
-	}
-	if c.IsSet("reset-template") {
-		s.ResetTemplate = curate.ResetTemplate(c.String("reset-template"))
-	}
-	if c.IsSet("rewrite-variant") {
-		s.Rewrite = analyze.RewriteVariant(c.String("rewrite-variant"))
-	}
-	if c.IsSet("replay") {
-		s.Replay = curate.Replay(c.String("replay"))
-	}
-	switch {
-	case c.Bool("ablation-contagious-extractor") && c.Bool("ablation-single-pass"):
-		return errors.New("choose one of --ablation-contagious-extractor and --ablation-single-pass")
-	case c.Bool("ablation-contagious-extractor"):
-		s.Ablation = analyze.AblationContagiousExtractor
-	case c.Bool("ablation-single-pass"):
-		s.Ablation = analyze.AblationSinglePass
-	}
-	return config.CheckMemory(s.Memory)
+	return f.AC3()
 }

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ac3/ac3/pipeline/memgov"
 	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/run/export"
 )
@@ -30,12 +30,9 @@ func exportCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "train-on", Value: string(export.TrainReplies), Usage: "curated --format sft: which assistant messages have weight 1: " + string(export.TrainReplies) + " (the target and the dataset replies the context kept) | " + string(export.TrainTarget) + " (the target only); text a strategy wrote always has weight 0"},
 		},
 		Action: func(c *cli.Context) error {
-			memoryCeiling(e, readerMemoryLimit)
+			memoryCeiling(e, memgov.Readers)
 			what := c.String("what")
 			po := export.PreferenceOptions{Dimension: c.String("dimension"), IncludeInconsistent: c.Bool("include-inconsistent"), PromptStrategy: c.String("prompt-strategy")}
-			if !slices.Contains(export.Dimensions(), po.Dimension) {
-				return fmt.Errorf("--dimension %q: want %s", po.Dimension, strings.Join(export.Dimensions(), ", "))
-			}
 			if c.IsSet("pairs") {
 				po.Pairs = c.String("pairs")
 			}
@@ -49,15 +46,11 @@ func exportCommand(e *env) *cli.Command {
 				}
 			}
 			if c.IsSet("train-on") {
-				if c.String("format") != string(export.SFT) {
-					return fmt.Errorf("--train-on applies to --format sft only")
-				}
 				co.TrainOn = export.TrainOn(c.String("train-on"))
 			}
+			// run checks the export, these flags' combinations too, before
+			// it opens the run file.
 			x := run.Export{What: what, Format: c.String("format"), Out: c.String("out"), Preferences: po, Curated: co, Partial: c.Bool("partial")}
-			if err := x.Options().Check(what); err != nil {
-				return err
-			}
 			plan := run.Plan{DB: c.String("db"), Exports: []run.Export{x}}
 			return execute(c, e, plan, runOptions(e))
 		},

@@ -18,6 +18,7 @@ import (
 	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/run/export"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // TestPreferenceExportLeavesOutDuplicates runs the e2e config against the
@@ -190,7 +191,7 @@ func judgedContexts(t *testing.T, db string) (decisive, sameContext int) {
 		}
 		contexts := map[string][]conv.Message{}
 		for _, u := range us {
-			x, err := curate.DecodeContext(u.Output)
+			x, err := curated.DecodeContext(u.Output)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/io/detect"
+	"github.com/ac3/ac3/pipeline/memgov"
 	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/stages/filter"
 )
@@ -57,7 +58,7 @@ func ingestCommand(e *env) *cli.Command {
 		Description: run.IngestHelp(),
 		Flags:       append(append([]cli.Flag{dbFlag()}, filterFlags()...), shardFlags()...),
 		Action: func(c *cli.Context) error {
-			memoryCeiling(e, ingestMemoryLimit)
+			memoryCeiling(e, memgov.Ingest)
 			_, files, err := dedupeArgs(c)
 			if err != nil {
 				return err

@@ -20,9 +20,6 @@ func judgeCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "context", Usage: strings.Join(judge.Contexts(), " | ") + " (default " + judge.ContextFull + ")"},
 			&cli.StringFlag{Name: "role", Usage: "the judging role (default " + judge.DefaultRole + ")"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed for random order (default: run.seed)"},
-			&cli.IntFlag{Name: "parallel", Value: 4, Usage: "calls in flight per conversation"},
-			windowFlag(),
-			modelWorkersFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and the estimated cost, call nothing"},
 			acceptFailedFlag,
 		),
@@ -32,10 +29,7 @@ func judgeCommand(e *env) *cli.Command {
 				return err
 			}
 			a := run.Judge{Pairs: splitList(c.StringSlice("pairs")), Order: c.String("order"), Context: c.String("context"),
-				Role: c.String("role"), Parallel: c.Int("parallel")}
-			if a.Window, err = windowOf(c, cfg); err != nil {
-				return err
-			}
+				Role: c.String("role")}
 			if a, err = cfg.WithJudge(a); err != nil {
 				return err
 			}

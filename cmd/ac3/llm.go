@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -32,27 +31,13 @@ func modelFlags(c *cli.Context, e *env) (*config.File, run.Model, error) {
 			return nil, run.Model{}, err
 		}
 	}
-	budget := c.Float64("budget-usd")
-	if budget == 0 && cfg != nil {
-		budget = cfg.Run.BudgetUSD
-	}
-	m := config.WithBatch(config.Model(cfg, e.getenv, c.Bool("no-cache"), budget), c.Bool("batch"))
+	o := config.ModelOverlay{NoCache: c.Bool("no-cache"), BudgetUSD: c.Float64("budget-usd"), Batch: c.Bool("batch")}
 	if c.IsSet("unreachable") {
-		d := c.Duration("unreachable")
-		if d <= 0 {
-			return nil, run.Model{}, fmt.Errorf("--unreachable %s: want a positive duration (e.g. 60s, 5m)", d)
-		}
-		if m.Options != nil {
-			// A copy: the endpoints may be shared with the config.
-			opts := *m.Options
-			opts.Endpoints = slices.Clone(opts.Endpoints)
-			for i := range opts.Endpoints {
-				opts.Endpoints[i].Limits.Unreachable = d
-			}
-			m.Options = &opts
+		if o.Unreachable = c.Duration("unreachable"); o.Unreachable <= 0 {
+			return nil, run.Model{}, fmt.Errorf("--unreachable %s: want a positive duration (e.g. 60s, 5m)", o.Unreachable)
 		}
 	}
-	return cfg, m, nil
+	return cfg, config.WithModel(cfg, e.getenv, o), nil
 }
 
 func llmCommand(e *env) *cli.Command {
@@ -69,43 +54,8 @@ func llmCommand(e *env) *cli.Command {
 				if err != nil {
 					return err
 				}
-				client, err := m.Client()
-				if err != nil {
-					return err
-				}
-				// Said before the request, as a run says it: the ping
-				// would otherwise be refused as a fatal call (exit 3).
-				if ep, err := client.Endpoint(c.String("role")); err == nil {
-					if err := ep.CheckKey(); err != nil {
-						return err
-					}
-				}
-				res, err := client.Ping(c.Context, c.String("role"))
-				if err != nil {
-					return fmt.Errorf("pinging role %s: %w", c.String("role"), err)
-				}
-				res.WriteText(e.stdout, c.String("role"))
-				if ep, err := client.Endpoint(c.String("role")); err == nil {
-					kind := ep.Kind
-					if kind == "" {
-						kind = "none given"
-					}
-					fmt.Fprintf(e.stdout, "output:   %s (endpoint kind: %s)\n", ep.Output, kind)
-					fmt.Fprintf(e.stdout, "key:      %s\n", keyLine(ep))
-				}
-				return nil
+				return run.Ping(c.Context, e.stdout, m, c.String("role"))
 			},
 		}},
 	}
-}
-
-// keyLine says where the key sent to an endpoint comes from, never the key.
-func keyLine(ep llm.Endpoint) string {
-	switch {
-	case ep.APIKeyEnv != "":
-		return "from " + ep.APIKeyEnv
-	case ep.APIKey != "":
-		return "set"
-	}
-	return "none sent (the endpoint names no key variable)"
 }

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/ac3/ac3/pipeline/memgov"
 )
 
 // How a command stops at the first Ctrl-C or SIGTERM: it takes no new work
@@ -54,7 +56,7 @@ func main() {
 		}
 		os.Exit(exitStopped)
 	}()
-	app := newApp(&env{stop: stop, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, setMemoryLimit: setSoftLimit, governInterval: governInterval})
+	app := newApp(&env{stop: stop, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, setMemoryLimit: setSoftLimit, governInterval: memgov.Interval})
 	err := app.RunContext(ctx, os.Args)
 	var es *exitStatus
 	if err != nil && (!errors.As(err, &es) || es.err != nil) {

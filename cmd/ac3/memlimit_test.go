@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ac3/ac3/pipeline/memgov"
 )
 
 // Writers and readers get their default limits, a limit on the command
@@ -20,13 +22,13 @@ func TestMemoryLimitApplied(t *testing.T) {
 		args []string
 		want []int64
 	}{
-		{"export default", nil, []string{"export", "--db", db, "--what", "conversations", "--format", "jsonl", "--out", filepath.Join(dir, "c.jsonl")}, []int64{writerMemoryLimit, readerMemoryLimit}},
-		{"status default", nil, []string{"status", "--db", db}, []int64{writerMemoryLimit, readerMemoryLimit}},
+		{"export default", nil, []string{"export", "--db", db, "--what", "conversations", "--format", "jsonl", "--out", filepath.Join(dir, "c.jsonl")}, []int64{memgov.Writers, memgov.Readers}},
+		{"status default", nil, []string{"status", "--db", db}, []int64{memgov.Writers, memgov.Readers}},
 		{"flag", nil, []string{"--memory-limit", "1GiB", "status", "--db", db}, []int64{1 << 30}},
 		{"off", nil, []string{"--memory-limit", "off", "status", "--db", db}, nil},
-		{"ingest default", nil, []string{"ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{writerMemoryLimit, ingestMemoryLimit}},
-		{"convert default", nil, []string{"convert", "--out", filepath.Join(dir, "c.parquet"), repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{writerMemoryLimit, convertMemoryLimit}},
-		{"writer default", nil, []string{"curate", "--db", db, "--strategies", "fc"}, []int64{writerMemoryLimit}},
+		{"ingest default", nil, []string{"ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{memgov.Writers, memgov.Ingest}},
+		{"convert default", nil, []string{"convert", "--out", filepath.Join(dir, "c.parquet"), repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{memgov.Writers, memgov.Convert}},
+		{"writer default", nil, []string{"curate", "--db", db, "--strategies", "fc"}, []int64{memgov.Writers}},
 		{"writer with flag", nil, []string{"--memory-limit", "2GiB", "curate", "--db", db, "--strategies", "fc"}, []int64{2 << 30}},
 		{"ingest with flag", nil, []string{"--memory-limit", "300MiB", "ingest", "--db", db, repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")}, []int64{300 << 20}},
 		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, []string{"--memory-limit", "2GiB", "status", "--db", db}, nil},

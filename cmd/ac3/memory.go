@@ -1,13 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/memory"
 )
 
 func memoryCommand(e *env) *cli.Command {
@@ -17,7 +15,7 @@ func memoryCommand(e *env) *cli.Command {
 		Subcommands: []*cli.Command{memoryShowCommand(e), {
 			Name:        "learn",
 			Usage:       "learn the cheatsheet on a split of the run, then freeze it (offline regime)",
-			Description: curate.MemoryLearnHelp(),
+			Description: memory.LearnHelp(),
 			Flags: append([]cli.Flag{
 				dbFlag(),
 				&cli.IntFlag{Name: "conversations", Usage: "size of the learning split: the first N conversations (default: a third of the run)"},
@@ -30,45 +28,29 @@ func memoryCommand(e *env) *cli.Command {
 				if err != nil {
 					return err
 				}
-				ac, err := cfg.AC3()
+				ac, err := ac3Of(c, cfg, map[string]string{"outcome-pair": "memory.outcome_pair"}, map[string]any{})
 				if err != nil {
 					return err
-				}
-				if c.IsSet("outcome-pair") {
-					ac.OutcomePair = c.String("outcome-pair")
 				}
 				res, err := run.LearnMemory(c.Context, c.String("db"), m, c.Int("conversations"), c.Int("from-turn"), c.Bool("again"), ac, runOptions(e))
 				if err != nil {
 					return err
 				}
-				return printLearning(e, res)
+				res.WriteText(e.stdout)
+				if res.Stopped != nil {
+					return &exitStatus{code: exitStopped} // nothing stored; the answers so far are cached
+				}
+				return nil
 			},
 		}},
 	}
-}
-
-func printLearning(e *env, res run.Learning) error {
-	rec := res.Memory
-	switch {
-	case res.Skipped != "":
-		fmt.Fprintf(e.stdout, "memory learn: skipped: %s\n", res.Skipped)
-	case res.Reused:
-		fmt.Fprintf(e.stdout, "memory learn: this run already has cheatsheet %s learned on its first %d conversations (--again to learn it anew)\n", rec.Hash, rec.Conversations)
-	case res.Stopped != nil:
-		fmt.Fprintf(e.stdout, "memory learn: stopped at conversation %d: %v; nothing stored; run again with a higher --budget-usd (answers so far are cached)\n", res.Learned+1, res.Stopped)
-		return &exitStatus{code: exitStopped}
-	default:
-		fmt.Fprintf(e.stdout, "memory learn: cheatsheet %s (%d words) learned on %d conversations (up to seq %d) with %d calls ($%.4f); use it with 'ac3 curate --memory offline'\n",
-			rec.Hash, len(strings.Fields(rec.Cheatsheet)), res.Learned, rec.LastSeq, res.Calls, rec.CostUSD)
-	}
-	return nil
 }
 
 func memoryShowCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:        "show",
 		Usage:       "show the run's cheatsheets: the offline one and the online versions",
-		Description: curate.MemoryShowHelp(),
+		Description: memory.ShowHelp(),
 		Flags: []cli.Flag{
 			dbFlag(),
 			&cli.StringFlag{Name: "conversation", Usage: "show the online step of this conversation"},
@@ -80,7 +62,7 @@ func memoryShowCommand(e *env) *cli.Command {
 				return err
 			}
 			defer l.Close()
-			return curate.WriteMemory(c.Context, e.stdout, l, c.String("conversation"), c.Bool("text"))
+			return memory.Show(c.Context, e.stdout, l, c.String("conversation"), c.Bool("text"))
 		},
 	}
 }

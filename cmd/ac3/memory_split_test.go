@@ -13,6 +13,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/stages/analyze/analyzetest"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/memory"
 )
 
 const memoryRunConfig = `run: {db: DIR/m.db, out: DIR/out/, seed: 7, workers: 2}
@@ -142,7 +143,7 @@ func TestOfflineMemoryLearnsFromOutcomesAndLeavesItsSplitOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, ok, err := curate.LoadOfflineMemory(ctx, l)
+	mem, ok, err := memory.LoadOffline(ctx, l)
 	l.Close()
 	if err != nil || !ok || mem.Reflected != 2 || mem.Judged != 2 || mem.OutcomePair != "gated-reset:ao" || mem.LastSeq == 0 {
 		t.Fatalf("stored memory %+v, %v", mem, err)

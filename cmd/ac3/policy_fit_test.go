@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/ledger"
-	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/policy"
 )
 
 // policy fit on a run's own fc-vs-ao verdicts prints how it chose the
@@ -42,7 +42,7 @@ func TestPolicyFitReportsHeldOutScores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	p, err := curate.LoadPolicy(ctx, l)
+	p, err := policy.Load(ctx, l)
 	if err != nil || p == nil || p.Fit == nil || p.Fit.Folds != 3 || p.Fit.FoldsBy != "turn" || p.Fit.Ties != "losses" {
 		t.Fatalf("stored policy %+v, %v", p, err)
 	}

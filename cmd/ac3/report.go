@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ac3/ac3/pipeline/memgov"
 	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/run/report"
 )
@@ -24,11 +25,11 @@ func reportCommand(e *env) *cli.Command {
 			&cli.Float64Flag{Name: "level", Usage: "confidence level (default 0.95)"},
 		},
 		Action: func(c *cli.Context) error {
-			memoryCeiling(e, readerMemoryLimit)
+			memoryCeiling(e, memgov.Readers)
 			rp := run.Report{Out: c.String("out"), Formats: splitList(c.StringSlice("formats")), SeedFromRun: !c.IsSet("seed"),
 				Options: report.Options{Resamples: c.Int("resamples"), Level: c.Float64("level"), Seed: c.Uint64("seed")}}
 			res, err := executeResult(c, e, run.Plan{DB: c.String("db"), Report: &rp}, runOptions(e))
-			if f := reportFile(res); err == nil && f != "" {
+			if f := res.ReportFile(); err == nil && f != "" {
 				fmt.Fprintf(e.stdout, "the report is %s\n", f)
 			}
 			return err

@@ -16,9 +16,6 @@ func respondCommand(e *env) *cli.Command {
 			&cli.StringSliceFlag{Name: "strategies", Usage: "curated strategies to answer (default: stages.respond, else every curated strategy)"},
 			&cli.StringSliceFlag{Name: "respondents", Usage: "roles that answer (default: respondent)"},
 			&cli.IntFlag{Name: "samples", Usage: "answers per context (default: the role's samples, else 1)"},
-			&cli.IntFlag{Name: "parallel", Value: 4, Usage: "calls in flight per conversation"},
-			windowFlag(),
-			modelWorkersFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and the estimated cost, call nothing"},
 			acceptFailedFlag,
 		),
@@ -28,10 +25,7 @@ func respondCommand(e *env) *cli.Command {
 				return err
 			}
 			a := run.Respond{Strategies: splitList(c.StringSlice("strategies")), Respondents: splitList(c.StringSlice("respondents")),
-				Samples: c.Int("samples"), Parallel: c.Int("parallel")}
-			if a.Window, err = windowOf(c, cfg); err != nil {
-				return err
-			}
+				Samples: c.Int("samples")}
 			if a, err = cfg.WithRespond(a); err != nil {
 				return err
 			}

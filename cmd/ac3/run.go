@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ac3/ac3/pipeline/memgov"
 	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/run/config"
 )
@@ -21,16 +23,12 @@ func runCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan, the work left and its cost; change nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "with --dry-run, print the plan as JSON"},
 			&cli.IntFlag{Name: "workers", Usage: fmt.Sprintf(workersUsage, "conversations handled") + " (default run.workers, else one per core)"},
-			&cli.IntFlag{Name: "window", Usage: windowUsage + " (default run.window)"},
 			&cli.BoolFlag{Name: "batch", Usage: "send every role's requests through the endpoints' batch API (half price, answers within 24h; see ac3 batch)"},
 			acceptFailedFlag,
 		}, shardFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := config.Load(c.String("config"), e.getenv)
 			if err != nil {
-				return err
-			}
-			if cfg.Run.Window, err = windowOf(c, cfg); err != nil {
 				return err
 			}
 			if c.IsSet("workers") {
@@ -47,7 +45,7 @@ func runCommand(e *env) *cli.Command {
 				return err
 			}
 			if c.Bool("dry-run") {
-				memoryCeiling(e, readerMemoryLimit)
+				memoryCeiling(e, memgov.Readers)
 				return dryRun(c, e, plan, notes)
 			}
 			for _, n := range notes {
@@ -61,7 +59,7 @@ func runCommand(e *env) *cli.Command {
 			opts := runOptions(e)
 			opts.Headings = true
 			res, err := executeResult(c, e, plan, opts)
-			report := reportFile(res)
+			report := res.ReportFile()
 			if err != nil {
 				if report != "" && exitCode(err) == exitFailed {
 					// Finished with failed units: the report was written.
@@ -93,9 +91,7 @@ func dryRun(c *cli.Context, e *env, plan run.Plan, notes []string) error {
 	}
 	fc.Notes = append(notes, fc.Notes...)
 	if c.Bool("json") {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(fc); err != nil {
+		if err := writeJSON(e.stdout, fc); err != nil {
 			return err
 		}
 	} else {
@@ -104,4 +100,11 @@ func dryRun(c *cli.Context, e *env, plan run.Plan, notes []string) error {
 	// A dry run is how a config is checked before a long run: one the run
 	// would stop on must not pass.
 	return fc.Err()
+}
+
+// writeJSON is the output of --json: v, indented.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

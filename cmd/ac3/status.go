@@ -1,12 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/memgov"
 	"github.com/ac3/ac3/run"
 )
 
@@ -21,7 +20,7 @@ func statusCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Action: func(c *cli.Context) error {
-			memoryCeiling(e, readerMemoryLimit)
+			memoryCeiling(e, memgov.Readers)
 			l, err := openRun(c, true)
 			if err != nil {
 				return err
@@ -29,23 +28,14 @@ func statusCommand(e *env) *cli.Command {
 			defer l.Close()
 			ctx, cancel := run.UntilStop(c.Context, e.stop)
 			defer cancel()
-			st, err := l.Status(ctx)
-			if err != nil {
-				return stoppedOr(ctx, c, err)
-			}
-			tts, err := run.RunTurnTypes(ctx, l)
+			st, err := run.StatusOf(ctx, l)
 			if err != nil {
 				return stoppedOr(ctx, c, err)
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
-					ledger.Status
-					TurnTypes []run.TurnTypes `json:"turn_types,omitempty"`
-				}{st, tts})
+				return writeJSON(e.stdout, st)
 			}
-			run.WriteStatus(e.stdout, st, tts, time.Now())
+			run.WriteStatus(e.stdout, st.Status, st.TurnTypes, time.Now())
 			return nil
 		},
 	}

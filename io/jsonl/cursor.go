@@ -250,22 +250,8 @@ func (c *Cursor) StrBytes() ([]byte, error) {
 // quote. fn must read the member's value exactly once, with any Cursor
 // method; an error from fn stops the walk and is returned.
 func (c *Cursor) Object(fn func(key []byte, start int) error) error {
-	c.ws()
-	if c.pos >= len(c.buf) {
-		return c.eof()
-	}
-	if c.buf[c.pos] != '{' {
-		return c.bad(c.pos, "looking for an object")
-	}
-	if c.depth++; c.depth > maxDepth {
-		return &SyntaxError{Offset: c.pos, Msg: "exceeded max depth"}
-	}
-	c.pos++
-	c.ws()
-	if c.pos < len(c.buf) && c.buf[c.pos] == '}' {
-		c.pos++
-		c.depth--
-		return nil
+	if empty, err := c.enter('{', '}', "looking for an object"); empty || err != nil {
+		return err
 	}
 	for {
 		c.ws()
@@ -291,19 +277,8 @@ func (c *Cursor) Object(fn func(key []byte, start int) error) error {
 		if err := fn(key, start); err != nil {
 			return err
 		}
-		c.ws()
-		if c.pos >= len(c.buf) {
-			return c.eof()
-		}
-		switch c.buf[c.pos] {
-		case ',':
-			c.pos++
-		case '}':
-			c.pos++
-			c.depth--
-			return nil
-		default:
-			return c.bad(c.pos, "after object key:value pair")
+		if done, err := c.next('}', "after object key:value pair"); done || err != nil {
+			return err
 		}
 	}
 }
@@ -311,42 +286,60 @@ func (c *Cursor) Object(fn func(key []byte, start int) error) error {
 // Array reads an array, calling fn once per element with its index. fn must
 // read the element exactly once.
 func (c *Cursor) Array(fn func(i int) error) error {
-	c.ws()
-	if c.pos >= len(c.buf) {
-		return c.eof()
-	}
-	if c.buf[c.pos] != '[' {
-		return c.bad(c.pos, "looking for an array")
-	}
-	if c.depth++; c.depth > maxDepth {
-		return &SyntaxError{Offset: c.pos, Msg: "exceeded max depth"}
-	}
-	c.pos++
-	c.ws()
-	if c.pos < len(c.buf) && c.buf[c.pos] == ']' {
-		c.pos++
-		c.depth--
-		return nil
+	if empty, err := c.enter('[', ']', "looking for an array"); empty || err != nil {
+		return err
 	}
 	for i := 0; ; i++ {
 		if err := fn(i); err != nil {
 			return err
 		}
-		c.ws()
-		if c.pos >= len(c.buf) {
-			return c.eof()
-		}
-		switch c.buf[c.pos] {
-		case ',':
-			c.pos++
-		case ']':
-			c.pos++
-			c.depth--
-			return nil
-		default:
-			return c.bad(c.pos, "after array element")
+		if done, err := c.next(']', "after array element"); done || err != nil {
+			return err
 		}
 	}
+}
+
+// enter steps into the object or array that should start here, with the
+// bracket open (what says what was wanted, for the error), and reports
+// whether it is empty: then it has stepped out again past end.
+func (c *Cursor) enter(open, end byte, what string) (empty bool, err error) {
+	c.ws()
+	if c.pos >= len(c.buf) {
+		return false, c.eof()
+	}
+	if c.buf[c.pos] != open {
+		return false, c.bad(c.pos, what)
+	}
+	if c.depth++; c.depth > maxDepth {
+		return false, &SyntaxError{Offset: c.pos, Msg: "exceeded max depth"}
+	}
+	c.pos++
+	c.ws()
+	if c.pos < len(c.buf) && c.buf[c.pos] == end {
+		c.pos++
+		c.depth--
+		return true, nil
+	}
+	return false, nil
+}
+
+// next steps past the comma after a member or element, or past end, the
+// closing bracket (done); what names the place for the error.
+func (c *Cursor) next(end byte, what string) (done bool, err error) {
+	c.ws()
+	if c.pos >= len(c.buf) {
+		return false, c.eof()
+	}
+	switch c.buf[c.pos] {
+	case ',':
+		c.pos++
+		return false, nil
+	case end:
+		c.pos++
+		c.depth--
+		return true, nil
+	}
+	return false, c.bad(c.pos, what)
 }
 
 func (c *Cursor) literal(lit string) error {
@@ -382,15 +375,10 @@ func (c *Cursor) number() error {
 	default:
 		return c.bad(i, "in numeric literal")
 	}
+	var err error
 	if i < len(b) && b[i] == '.' {
-		i++
-		if i >= len(b) {
-			return c.eof()
-		}
-		if !isDigit(b[i]) {
-			return c.bad(i, "after decimal point in numeric literal")
-		}
-		for i++; i < len(b) && isDigit(b[i]); i++ {
+		if i, err = c.digits(i+1, "after decimal point in numeric literal"); err != nil {
+			return err
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -398,17 +386,27 @@ func (c *Cursor) number() error {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if i >= len(b) {
-			return c.eof()
-		}
-		if !isDigit(b[i]) {
-			return c.bad(i, "in exponent of numeric literal")
-		}
-		for i++; i < len(b) && isDigit(b[i]); i++ {
+		if i, err = c.digits(i, "in exponent of numeric literal"); err != nil {
+			return err
 		}
 	}
 	c.pos = i
 	return nil
+}
+
+// digits reads the digits that must start at offset i (what says where, for
+// the error) and returns the offset past them.
+func (c *Cursor) digits(i int, what string) (int, error) {
+	b := c.buf
+	if i >= len(b) {
+		return i, c.eof()
+	}
+	if !isDigit(b[i]) {
+		return i, c.bad(i, what)
+	}
+	for i++; i < len(b) && isDigit(b[i]); i++ {
+	}
+	return i, nil
 }
 
 func isHex(b byte) bool {

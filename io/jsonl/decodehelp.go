@@ -69,6 +69,40 @@ func NotObject(raw []byte, src conv.Source, c *Cursor) record.Record {
 	return Quarantine(raw, src, record.BadField, fmt.Sprintf("record is a JSON %s, not an object", k))
 }
 
+// Finish gives the verdict on a record whose walk ended with err, in order
+// of precedence: a syntax error (err, or anything after the value), then
+// the first problem noted, then a field that was absent or null (present
+// false). ok reports that none applies; then the format's own checks
+// follow.
+func Finish(raw []byte, src conv.Source, c *Cursor, err error, prob *Problem, field string, present bool) (bad record.Record, ok bool) {
+	if err == nil {
+		err = c.End()
+	}
+	if err != nil {
+		return SyntaxBad(raw, src, err), false
+	}
+	if prob != nil {
+		return Quarantine(raw, src, prob.Reason, prob.Detail), false
+	}
+	if !present {
+		return Quarantine(raw, src, record.MissingConversation, "no "+field+" field (or it is null)"), false
+	}
+	return record.Record{}, true
+}
+
+// SetSystem gives d the system prompt from a record's own system field. If
+// the messages began with a system message as well, that one stays, as the
+// first message, rather than either being dropped.
+func SetSystem(d *conv.Conversation, system string) {
+	if system == "" {
+		return
+	}
+	if d.System != "" {
+		d.Messages = append([]conv.Message{{Role: conv.System, Content: d.System}}, d.Messages...)
+	}
+	d.System = system
+}
+
 // MessagesString classifies a messages field that came as a string: a
 // Python repr of a list of dicts (a common result of str() on a pandas
 // column) is PythonReprString; anything else is BadField.
@@ -145,18 +179,11 @@ func Clip(s string) string {
 
 // ID reads an identifier: a string, a number (older dumps), or null.
 func ID(c *Cursor, field string, prob **Problem) (string, error) {
-	switch k := c.Kind(); k {
-	case KindString:
-		return c.Str()
-	case KindNumber:
+	if c.Kind() == KindNumber {
 		raw, err := c.Raw()
 		return Number(raw), err
-	case KindNull:
-		return "", c.Null()
-	default:
-		Note(prob, record.BadField, "%s is a %s, not a string", field, k)
-		return "", c.Skip()
 	}
+	return OptString(c, field, prob)
 }
 
 // OptString reads a string or null (as ""); another type notes BadField.

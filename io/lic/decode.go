@@ -81,17 +81,8 @@ func Decode(raw []byte, src conv.Source) record.Record {
 		}
 		return err
 	})
-	if err == nil {
-		err = c.End()
-	}
-	if err != nil {
-		return jsonl.SyntaxBad(raw, src, err)
-	}
-	if prob != nil {
-		return jsonl.Quarantine(raw, src, prob.Reason, prob.Detail)
-	}
-	if !hasShards {
-		return jsonl.Quarantine(raw, src, record.MissingConversation, "no shards field (or it is null)")
+	if bad, ok := jsonl.Finish(raw, src, &c, err, prob, "shards", hasShards); !ok {
+		return bad
 	}
 	d := conv.Conversation{Source: src, Format: Format, ID: id}
 	sort.SliceStable(shards, func(i, j int) bool { return shards[i].id < shards[j].id })
@@ -140,27 +131,8 @@ func fromDocs(idxs []int64, docs map[int64]string, first bool, query string) str
 }
 
 func readShards(c *jsonl.Cursor, prob **jsonl.Problem) ([]shard, bool, error) {
-	switch k := c.Kind(); k {
-	case jsonl.KindNull:
-		return nil, false, c.Null()
-	case jsonl.KindString:
-		s, err := c.Str()
-		if err == nil {
-			reason, detail := jsonl.MessagesString("shards", s)
-			jsonl.Note(prob, reason, "%s", detail)
-		}
-		return nil, true, err
-	case jsonl.KindArray:
-	default:
-		jsonl.Note(prob, record.BadField, "shards is a %s, not an array", k)
-		return nil, true, c.Skip()
-	}
 	var out []shard
-	err := c.Array(func(i int) error {
-		if k := c.Kind(); k != jsonl.KindObject {
-			jsonl.Note(prob, record.BadField, "shard %d is a %s, not an object", i, k)
-			return c.Skip()
-		}
+	has, err := jsonl.ObjectArray(c, "shards", "shard", prob, func(i int) error {
 		s := shard{id: int64(i)}
 		err := c.Object(func(key []byte, _ int) error {
 			switch string(key) {
@@ -192,7 +164,7 @@ func readShards(c *jsonl.Cursor, prob **jsonl.Problem) ([]shard, bool, error) {
 		out = append(out, s)
 		return err
 	})
-	return out, true, err
+	return out, has, err
 }
 
 // readDocs indexes the summary task's documents by document_index. It is

@@ -60,7 +60,7 @@ func Decode(raw []byte, src conv.Source) record.Record {
 		var err error
 		switch string(key) {
 		case "messages":
-			hasMsgs, err = messages(&c, &d, &prob)
+			hasMsgs, err = messages.Read(&c, &d, &prob)
 			return err
 		case "id":
 			id, err = jsonl.ID(&c, "id", &prob)
@@ -111,29 +111,13 @@ func Decode(raw []byte, src conv.Source) record.Record {
 		}
 		return err
 	})
-	if err == nil {
-		err = c.End()
-	}
-	if err != nil {
-		return jsonl.SyntaxBad(raw, src, err)
-	}
-	if prob != nil {
-		return jsonl.Quarantine(raw, src, prob.Reason, prob.Detail)
-	}
-	if !hasMsgs {
-		return jsonl.Quarantine(raw, src, record.MissingConversation, "no messages field (or it is null)")
+	if bad, ok := jsonl.Finish(raw, src, &c, err, prob, messages.Field, hasMsgs); !ok {
+		return bad
 	}
 	if d.UserTurns() == 0 {
 		return jsonl.Quarantine(raw, src, record.NoUserMessage, "messages have no user message")
 	}
-	if system != "" {
-		if d.System != "" {
-			// Both a system field and a leading system message: keep
-			// the message where it was rather than drop either.
-			d.Messages = append([]conv.Message{{Role: conv.System, Content: d.System}}, d.Messages...)
-		}
-		d.System = system
-	}
+	jsonl.SetSystem(&d, system)
 	if d.Format == "" {
 		d.Format = Format
 	}
@@ -150,7 +134,17 @@ func Decode(raw []byte, src conv.Source) record.Record {
 	return record.Record{Conv: &d}
 }
 
-// roles maps the role names of the OpenAI API family onto ours.
+// messages is how the OpenAI chat shape spells its turns.
+var messages = jsonl.Messages{
+	Field:   "messages",
+	Item:    "message",
+	Speaker: []string{"role"},
+	Text:    []string{"content"},
+	Role:    role,
+	Parts:   true,
+}
+
+// role maps the role names of the OpenAI API family onto ours.
 func role(s string) (conv.Role, bool) {
 	if r, ok := conv.ParseRole(s); ok {
 		return r, true
@@ -168,123 +162,11 @@ func role(s string) (conv.Role, bool) {
 	return "", false
 }
 
-func messages(c *jsonl.Cursor, d *conv.Conversation, prob **jsonl.Problem) (bool, error) {
-	switch k := c.Kind(); k {
-	case jsonl.KindNull:
-		d.Messages, d.System = nil, ""
-		return false, c.Null()
-	case jsonl.KindString:
-		s, err := c.Str()
-		if err == nil {
-			reason, detail := jsonl.MessagesString("messages", s)
-			jsonl.Note(prob, reason, "%s", detail)
-		}
-		return true, err
-	case jsonl.KindArray:
-	default:
-		jsonl.Note(prob, record.BadField, "messages is a %s, not an array", k)
-		return true, c.Skip()
-	}
-	d.Messages, d.System = d.Messages[:0], ""
-	err := c.Array(func(i int) error {
-		if k := c.Kind(); k != jsonl.KindObject {
-			jsonl.Note(prob, record.BadField, "message %d is a %s, not an object", i, k)
-			return c.Skip()
-		}
-		var (
-			m       conv.Message
-			name    string
-			hasRole bool
-		)
-		err := c.Object(func(key []byte, _ int) error {
-			switch string(key) {
-			case "role":
-				if k := c.Kind(); k != jsonl.KindString {
-					jsonl.Note(prob, record.BadField, "message %d role is a %s, not a string", i, k)
-					return c.Skip()
-				}
-				var err error
-				name, err = c.Str()
-				hasRole = true
-				return err
-			case "content":
-				s, err := Content(c, i, prob)
-				m.Content = s
-				return err
-			}
-			return c.Skip()
-		})
-		if err != nil {
-			return err
-		}
-		if !hasRole {
-			jsonl.Note(prob, record.BadField, "message %d has no role", i)
-			return nil
-		}
-		r, ok := role(name)
-		if !ok {
-			jsonl.Note(prob, record.UnknownRole, "message %d has unknown role %q", i, jsonl.Clip(name))
-			return nil
-		}
-		m.Role = r
-		if r == conv.System && len(d.Messages) == 0 && d.System == "" {
-			d.System = m.Content
-			return nil
-		}
-		d.Messages = append(d.Messages, m)
-		return nil
-	})
-	return true, err
-}
-
 // Content reads a message's content: a string, null (as ""), or a list of
 // parts whose "text" strings are joined with newlines; parts without text
 // (images, audio) are left out. Message i is named in problems.
 func Content(c *jsonl.Cursor, i int, prob **jsonl.Problem) (string, error) {
-	switch k := c.Kind(); k {
-	case jsonl.KindString:
-		return c.Str()
-	case jsonl.KindNull:
-		return "", c.Null()
-	case jsonl.KindArray:
-	default:
-		jsonl.Note(prob, record.BadField, "message %d content is a %s", i, k)
-		return "", c.Skip()
-	}
-	var sb strings.Builder
-	err := c.Array(func(j int) error {
-		switch k := c.Kind(); k {
-		case jsonl.KindString:
-			// A bare string part: some exporters write these.
-			s, err := c.Str()
-			if sb.Len() > 0 {
-				sb.WriteByte('\n')
-			}
-			sb.WriteString(s)
-			return err
-		case jsonl.KindObject:
-		default:
-			jsonl.Note(prob, record.BadField, "message %d content part %d is a %s", i, j, k)
-			return c.Skip()
-		}
-		return c.Object(func(key []byte, _ int) error {
-			if string(key) != "text" {
-				return c.Skip()
-			}
-			if k := c.Kind(); k != jsonl.KindString {
-				// {"type":"text","text":{"value":...}} and the like.
-				jsonl.Note(prob, record.BadField, "message %d content part %d text is a %s", i, j, k)
-				return c.Skip()
-			}
-			s, err := c.Str()
-			if sb.Len() > 0 {
-				sb.WriteByte('\n')
-			}
-			sb.WriteString(s)
-			return err
-		})
-	})
-	return sb.String(), err
+	return jsonl.TextParts(c, "message", i, prob)
 }
 
 // confidence reads language_confidence: a number in [0, 1] or null (as 0);

@@ -88,37 +88,32 @@ func column(rec arrow.Record, name string) arrow.Array {
 // optStr binds an optional text column: absent gives nil, present but not
 // text is an error.
 func optStr(rec arrow.Record, name string) (strCol, error) {
-	a := column(rec, name)
-	if a == nil {
-		return nil, nil
-	}
-	s, ok := asStrCol(a)
-	if !ok {
-		return nil, fmt.Errorf("column %q has type %s, want text", name, a.DataType())
-	}
-	return s, nil
+	return optCol(rec, name, "text", asStrCol)
 }
 
 func optInt(rec arrow.Record, name string) (intCol, error) {
-	a := column(rec, name)
-	if a == nil {
-		return nil, nil
-	}
-	c, ok := asIntCol(a)
-	if !ok {
-		return nil, fmt.Errorf("column %q has type %s, want an integer", name, a.DataType())
-	}
-	return c, nil
+	return optCol(rec, name, "an integer", asIntCol)
 }
 
 func optBool(rec arrow.Record, name string) (*array.Boolean, error) {
+	return optCol(rec, name, "bool", func(a arrow.Array) (*array.Boolean, bool) {
+		b, ok := a.(*array.Boolean)
+		return b, ok
+	})
+}
+
+// optCol binds an optional column through view: absent gives the zero
+// view, present but of a type view refuses is an error that says what was
+// wanted.
+func optCol[C any](rec arrow.Record, name, want string, view func(arrow.Array) (C, bool)) (C, error) {
+	var none C
 	a := column(rec, name)
 	if a == nil {
-		return nil, nil
+		return none, nil
 	}
-	c, ok := a.(*array.Boolean)
+	c, ok := view(a)
 	if !ok {
-		return nil, fmt.Errorf("column %q has type %s, want bool", name, a.DataType())
+		return none, fmt.Errorf("column %q has type %s, want %s", name, a.DataType(), want)
 	}
 	return c, nil
 }
@@ -265,6 +260,20 @@ func checkUTF8(pairs ...string) *problem {
 		}
 	}
 	return nil
+}
+
+// rowRecord is the record for row i of rec, the file's row-th: c, or c's
+// problem p quarantined with the row as its excerpt.
+func rowRecord(c *conv.Conversation, p *problem, file string, rec arrow.Record, i int, row int64) record.Record {
+	if p != nil {
+		return record.Record{Bad: &record.Bad{
+			Source:  conv.Source{File: file, Row: row},
+			Reason:  p.reason,
+			Detail:  p.detail,
+			Excerpt: rowExcerpt(rec, i),
+		}}
+	}
+	return record.Record{Conv: c}
 }
 
 // rowExcerpt renders row i of rec as a JSON object and cuts it to an

@@ -89,15 +89,7 @@ func (d *wildchatDecoder) bind(rec arrow.Record) error {
 
 func (d *wildchatDecoder) decode(i int, row int64) record.Record {
 	c, p := d.conversation(i, row)
-	if p != nil {
-		return record.Record{Bad: &record.Bad{
-			Source:  conv.Source{File: d.file, Row: row},
-			Reason:  p.reason,
-			Detail:  p.detail,
-			Excerpt: rowExcerpt(d.rec, i),
-		}}
-	}
-	return record.Record{Conv: c}
+	return rowRecord(c, p, d.file, d.rec, i, row)
 }
 
 func (d *wildchatDecoder) conversation(i int, row int64) (*conv.Conversation, *problem) {

@@ -9,8 +9,8 @@
 //   - ConversationBuilder, which turns conversations into Arrow record
 //     batches of that schema (arrowipc reuses it);
 //   - Writer, which streams conversations to a Parquet file a row group at a
-//     time, and TableWriter, the same for any flat schema (curated contexts,
-//     the quarantine table);
+//     time, and TableWriter, the same for rows of other schemas (curated
+//     contexts, the quarantine table); both are in writer.go;
 //   - OpenReader, which streams a Parquet file back as records, whether it
 //     holds our canonical schema or WildChat as released on Hugging Face, and
 //     NewBatchReader, the same decoding over any source of Arrow batches.

@@ -158,17 +158,7 @@ func readPageHeader(r io.ReaderAt, pos, end int64) (pageHeader, int64, error) {
 // not know or whose wire type is unexpected, so both consume the same bytes.
 func parsePageHeader(p thrift.TProtocol) (h pageHeader, err error) {
 	ctx := context.Background()
-	if _, err = p.ReadStructBegin(ctx); err != nil {
-		return h, err
-	}
-	for {
-		_, typ, id, err := p.ReadFieldBegin(ctx)
-		if err != nil {
-			return h, err
-		}
-		if typ == thrift.STOP {
-			break
-		}
+	err = readStruct(ctx, p, func(id int16, typ thrift.TType) (err error) {
 		switch {
 		case id == 1 && typ == thrift.I32:
 			h.typ, err = p.ReadI32(ctx)
@@ -185,14 +175,9 @@ func parsePageHeader(p thrift.TProtocol) (h pageHeader, err error) {
 		default:
 			err = p.Skip(ctx, typ)
 		}
-		if err != nil {
-			return h, err
-		}
-		if err := p.ReadFieldEnd(ctx); err != nil {
-			return h, err
-		}
-	}
-	if err := p.ReadStructEnd(ctx); err != nil {
+		return err
+	})
+	if err != nil {
 		return h, err
 	}
 	if !h.hasType[0] || !h.hasSizes[0] || !h.hasSizes[1] {
@@ -203,18 +188,8 @@ func parsePageHeader(p thrift.TProtocol) (h pageHeader, err error) {
 
 func parseSubHeader(ctx context.Context, p thrift.TProtocol, v2 bool) (*subHeader, error) {
 	s := &subHeader{compressed: true} // is_compressed defaults to true
-	if _, err := p.ReadStructBegin(ctx); err != nil {
-		return nil, err
-	}
 	var hasDef, hasRep bool
-	for {
-		_, typ, id, err := p.ReadFieldBegin(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if typ == thrift.STOP {
-			break
-		}
+	err := readStruct(ctx, p, func(id int16, typ thrift.TType) (err error) {
 		switch {
 		case id == 1 && typ == thrift.I32:
 			s.numValues, err = p.ReadI32(ctx)
@@ -230,13 +205,35 @@ func parseSubHeader(ctx context.Context, p thrift.TProtocol, v2 bool) (*subHeade
 		default:
 			err = p.Skip(ctx, typ)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if err := p.ReadFieldEnd(ctx); err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	s.hasLen = hasDef && hasRep
-	return s, p.ReadStructEnd(ctx)
+	return s, nil
+}
+
+// readStruct reads a Thrift struct, calling field to read or skip each of
+// its fields.
+func readStruct(ctx context.Context, p thrift.TProtocol, field func(id int16, typ thrift.TType) error) error {
+	if _, err := p.ReadStructBegin(ctx); err != nil {
+		return err
+	}
+	for {
+		_, typ, id, err := p.ReadFieldBegin(ctx)
+		if err != nil {
+			return err
+		}
+		if typ == thrift.STOP {
+			break
+		}
+		if err := field(id, typ); err != nil {
+			return err
+		}
+		if err := p.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	return p.ReadStructEnd(ctx)
 }

@@ -32,15 +32,24 @@ const arrowSchemaKey = "ARROW:schema"
 // column types our writers produce: bool, int32, int64, float32, float64,
 // utf8, binary, and lists and structs of them.
 func toParquetSchema(sc *arrow.Schema, props *parquet.WriterProperties) (*schema.GroupNode, error) {
-	nodes := make(schema.FieldList, 0, sc.NumFields())
-	for _, f := range sc.Fields() {
+	nodes, err := fieldNodes(sc.Fields())
+	if err != nil {
+		return nil, err
+	}
+	return schema.NewGroupNode(props.RootName(), props.RootRepetition(), nodes, -1)
+}
+
+// fieldNodes returns the Parquet nodes of fields, in order.
+func fieldNodes(fields []arrow.Field) (schema.FieldList, error) {
+	nodes := make(schema.FieldList, 0, len(fields))
+	for _, f := range fields {
 		n, err := fieldNode(f.Name, f)
 		if err != nil {
 			return nil, err
 		}
 		nodes = append(nodes, n)
 	}
-	return schema.NewGroupNode(props.RootName(), props.RootRepetition(), nodes, -1)
+	return nodes, nil
 }
 
 func repetition(nullable bool) parquet.Repetition {
@@ -75,13 +84,9 @@ func fieldNode(name string, f arrow.Field) (schema.Node, error) {
 		if st.NumFields() == 0 {
 			return nil, fmt.Errorf("column %q: a struct needs at least one field", name)
 		}
-		children := make(schema.FieldList, 0, st.NumFields())
-		for _, c := range st.Fields() {
-			n, err := fieldNode(c.Name, c)
-			if err != nil {
-				return nil, err
-			}
-			children = append(children, n)
+		children, err := fieldNodes(st.Fields())
+		if err != nil {
+			return nil, err
 		}
 		return schema.NewGroupNode(name, repetition(f.Nullable), children, -1)
 	case arrow.LIST:

@@ -3,6 +3,11 @@ package parquetio
 import (
 	"errors"
 	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -11,6 +16,121 @@ import (
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/file"
 )
+
+// An Arrow record batch becomes a Parquet row group here: pqFileWriter
+// writes the row groups and the footer, shredding turns each column into
+// its leaves' levels and values, and writeLeaf hands those to Arrow's
+// column writers, which encode and compress the pages.
+
+// pqFileWriter writes Arrow record batches to a Parquet file, one row group
+// per batch, through Arrow's low-level Parquet writer (parquet/file), with
+// the shredding below. It is what fileWriter (writer.go) encodes row groups
+// with.
+type pqFileWriter struct {
+	wr     *file.Writer
+	schema *arrow.Schema
+	props  *parquet.WriterProperties
+	rgw    file.BufferedRowGroupWriter
+	lv     sync.Pool // *levels, scratch reused across leaves and row groups
+	closed bool
+}
+
+func newPQFileWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterProperties) (*pqFileWriter, error) {
+	root, err := toParquetSchema(sc, props)
+	if err != nil {
+		return nil, err
+	}
+	meta := fileMetadata(sc, props.Allocator())
+	wr := file.NewParquetWriter(w, root, file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	return &pqFileWriter{wr: wr, schema: sc, props: props}, nil
+}
+
+// NumRows reports how many rows the finished row groups hold.
+func (fw *pqFileWriter) NumRows() int { return fw.wr.NumRows() }
+
+// Write writes rec as one row group, or as several if it has more rows than
+// the writer properties allow in one.
+func (fw *pqFileWriter) Write(rec arrow.Record) error {
+	if !rec.Schema().Equal(fw.schema) {
+		return fmt.Errorf("record schema does not match the file's:\nrecord: %s\nfile: %s", rec.Schema(), fw.schema)
+	}
+	maxRows := fw.props.MaxRowGroupLength()
+	if rec.NumRows() <= maxRows {
+		return fw.writeRowGroup(rec)
+	}
+	for off := int64(0); off < rec.NumRows(); off += maxRows {
+		part := rec.NewSlice(off, min(off+maxRows, rec.NumRows()))
+		err := fw.writeRowGroup(part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRowGroup encodes rec's leaf columns side by side, each into its own
+// buffer (a buffered row group), and the row group's Close then writes them
+// in column order: the bytes are those of writing them one after another,
+// and encoding and compressing, most of a conversion's CPU time, use every
+// core instead of one.
+func (fw *pqFileWriter) writeRowGroup(rec arrow.Record) error {
+	if fw.rgw != nil {
+		if err := fw.rgw.Close(); err != nil {
+			return err
+		}
+	}
+	fw.rgw = fw.wr.AppendBufferedRowGroup()
+	rows := int(rec.NumRows())
+	var leaves []leafPath
+	for c, f := range fw.schema.Fields() {
+		ls, err := leafPaths(rec.Column(c), f.Nullable)
+		if err != nil {
+			return fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		leaves = append(leaves, ls...)
+	}
+	errs := make([]error, len(leaves))
+	encoders := pool.New().WithMaxGoroutines(runtime.GOMAXPROCS(0))
+	for i := range leaves {
+		encoders.Go(func() {
+			cw, err := fw.rgw.Column(i)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			lv, _ := fw.lv.Get().(*levels)
+			if lv == nil {
+				lv = &levels{}
+			}
+			defer fw.lv.Put(lv)
+			if err := writeLeaf(cw, &leaves[i], rows, lv, fw.props.Allocator()); err != nil {
+				errs[i] = fmt.Errorf("column %s: %w", cw.Descr().Path(), err)
+			}
+		})
+	}
+	encoders.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err // the first in column order, as a serial write would stop at
+		}
+	}
+	return nil
+}
+
+// Close finishes the last row group and writes the footer.
+func (fw *pqFileWriter) Close() error {
+	if fw.closed {
+		return nil
+	}
+	fw.closed = true
+	if fw.rgw != nil {
+		if err := fw.rgw.Close(); err != nil {
+			return err
+		}
+	}
+	return fw.wr.Close()
+}
 
 // Record shredding: an Arrow column becomes one Parquet column per leaf,
 // each a run of (repetition level, definition level) pairs plus the leaf's
@@ -210,12 +330,12 @@ func writeLeaf(cw file.ColumnChunkWriter, p *leafPath, rows int, lv *levels, mem
 	vals := array.NewSlice(p.leaf, lo, hi)
 	defer vals.Release()
 
-	var def, rep []int16
+	var b batch
 	if p.maxDef > 0 {
-		def = lv.def
+		b.def = lv.def
 	}
 	if p.maxRep > 0 {
-		rep = lv.rep
+		b.rep = lv.rep
 	}
 	// pqarrow's choice between WriteBatch and WriteBatchSpaced.
 	info := cw.LevelInfo()
@@ -227,10 +347,9 @@ func writeLeaf(cw file.ColumnChunkWriter, p *leafPath, rows int, lv *levels, mem
 		buf.Resize(int(bitutil.BytesForBits(cw.Properties().WriteBatchSize())))
 		cw.SetBitsBuffer(buf)
 	}
-	dense := !parentNulls && (cw.Descr().SchemaNode().RepetitionType() == parquet.Repetitions.Required || vals.NullN() == 0)
-	valid, validOff := vals.NullBitmapBytes(), int64(vals.Data().Offset())
+	b.dense = !parentNulls && (cw.Descr().SchemaNode().RepetitionType() == parquet.Repetitions.Required || vals.NullN() == 0)
+	b.valid, b.validOff = vals.NullBitmapBytes(), int64(vals.Data().Offset())
 
-	var err error
 	switch wr := cw.(type) {
 	case *file.BooleanColumnChunkWriter:
 		a, ok := vals.(*array.Boolean)
@@ -244,51 +363,16 @@ func writeLeaf(cw file.ColumnChunkWriter, p *leafPath, rows int, lv *levels, mem
 				data[i] = a.Value(i)
 			}
 		}
-		if dense || data == nil {
-			_, err = wr.WriteBatch(data, def, rep)
-		} else {
-			wr.WriteBatchSpaced(data, def, rep, valid, validOff)
-		}
+		b.dense = b.dense || data == nil
+		return writeBatch(wr, data, b)
 	case *file.Int32ColumnChunkWriter:
-		a, ok := vals.(*array.Int32)
-		if !ok {
-			return typeMismatch(cw, vals)
-		}
-		if dense {
-			_, err = wr.WriteBatch(a.Int32Values(), def, rep)
-		} else {
-			wr.WriteBatchSpaced(a.Int32Values(), def, rep, valid, validOff)
-		}
+		return writeValues(wr, cw, vals, (*array.Int32).Int32Values, b)
 	case *file.Int64ColumnChunkWriter:
-		a, ok := vals.(*array.Int64)
-		if !ok {
-			return typeMismatch(cw, vals)
-		}
-		if dense {
-			_, err = wr.WriteBatch(a.Int64Values(), def, rep)
-		} else {
-			wr.WriteBatchSpaced(a.Int64Values(), def, rep, valid, validOff)
-		}
+		return writeValues(wr, cw, vals, (*array.Int64).Int64Values, b)
 	case *file.Float32ColumnChunkWriter:
-		a, ok := vals.(*array.Float32)
-		if !ok {
-			return typeMismatch(cw, vals)
-		}
-		if dense {
-			_, err = wr.WriteBatch(a.Float32Values(), def, rep)
-		} else {
-			wr.WriteBatchSpaced(a.Float32Values(), def, rep, valid, validOff)
-		}
+		return writeValues(wr, cw, vals, (*array.Float32).Float32Values, b)
 	case *file.Float64ColumnChunkWriter:
-		a, ok := vals.(*array.Float64)
-		if !ok {
-			return typeMismatch(cw, vals)
-		}
-		if dense {
-			_, err = wr.WriteBatch(a.Float64Values(), def, rep)
-		} else {
-			wr.WriteBatchSpaced(a.Float64Values(), def, rep, valid, validOff)
-		}
+		return writeValues(wr, cw, vals, (*array.Float64).Float64Values, b)
 	case *file.ByteArrayColumnChunkWriter:
 		var offsets []int32
 		switch a := vals.(type) {
@@ -300,22 +384,52 @@ func writeLeaf(cw file.ColumnChunkWriter, p *leafPath, rows int, lv *levels, mem
 			return typeMismatch(cw, vals)
 		}
 		var buf []byte
-		if b := vals.Data().Buffers()[2]; b != nil {
-			buf = b.Bytes()
+		if vb := vals.Data().Buffers()[2]; vb != nil {
+			buf = vb.Bytes()
 		}
 		data := make([]parquet.ByteArray, vals.Len())
 		for i := range data {
 			data[i] = parquet.ByteArray(buf[offsets[i]:offsets[i+1]])
 		}
-		if dense {
-			_, err = wr.WriteBatch(data, def, rep)
-		} else {
-			wr.WriteBatchSpaced(data, def, rep, valid, validOff)
-		}
-	default:
+		return writeBatch(wr, data, b)
+	}
+	return typeMismatch(cw, vals)
+}
+
+// batch is a leaf's levels, and how its values go with them: dense (only
+// the values present) or spaced (a slot for every value, nulls included,
+// matched against the validity bits), as pqarrow chooses.
+type batch struct {
+	def, rep []int16
+	valid    []byte
+	validOff int64
+	dense    bool
+}
+
+// batchWriter is the pair of calls each of Arrow's typed column writers has.
+type batchWriter[T any] interface {
+	WriteBatch(values []T, defLevels, repLevels []int16) (int64, error)
+	WriteBatchSpaced(values []T, defLevels, repLevels []int16, validBits []byte, validBitsOffset int64)
+}
+
+// writeValues writes vals, a leaf of fixed-width numbers, whose values
+// Arrow already holds as the slice the column writer takes.
+func writeValues[T any, A arrow.Array](wr batchWriter[T], cw file.ColumnChunkWriter, vals arrow.Array, values func(A) []T, b batch) error {
+	a, ok := vals.(A)
+	if !ok {
 		return typeMismatch(cw, vals)
 	}
-	return err
+	return writeBatch(wr, values(a), b)
+}
+
+// writeBatch hands data to wr with b's levels, dense or spaced.
+func writeBatch[T any](wr batchWriter[T], data []T, b batch) error {
+	if b.dense {
+		_, err := wr.WriteBatch(data, b.def, b.rep)
+		return err
+	}
+	wr.WriteBatchSpaced(data, b.def, b.rep, b.valid, b.validOff)
+	return nil
 }
 
 func typeMismatch(cw file.ColumnChunkWriter, a arrow.Array) error {

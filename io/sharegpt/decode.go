@@ -38,6 +38,17 @@ func Role(from string) (conv.Role, bool) {
 	return "", false
 }
 
+// turns is how ShareGPT spells its turns: "from" (or "role") and "value" (or
+// "content").
+var turns = jsonl.Messages{
+	Field:       "conversations",
+	Item:        "turn",
+	Speaker:     []string{"from", "role"},
+	Text:        []string{"value", "content"},
+	Role:        Role,
+	UnknownRole: "turn %d is from unknown speaker %q",
+}
+
 // Decode maps one ShareGPT record to a conversation, or quarantines it. It
 // is safe for concurrent use and keeps no reference to raw.
 //
@@ -69,7 +80,7 @@ func Decode(raw []byte, src conv.Source) record.Record {
 		var err error
 		switch string(key) {
 		case "conversations":
-			hasConv, err = turns(&c, &d, &prob)
+			hasConv, err = turns.Read(&c, &d, &prob)
 			return err
 		case "id":
 			id, err = jsonl.ID(&c, "id", &prob)
@@ -83,109 +94,17 @@ func Decode(raw []byte, src conv.Source) record.Record {
 		}
 		return err
 	})
-	if err == nil {
-		err = c.End()
-	}
-	if err != nil {
-		return jsonl.SyntaxBad(raw, src, err)
-	}
-	if prob != nil {
-		return jsonl.Quarantine(raw, src, prob.Reason, prob.Detail)
-	}
-	if !hasConv {
-		return jsonl.Quarantine(raw, src, record.MissingConversation, "no conversations field (or it is null)")
+	if bad, ok := jsonl.Finish(raw, src, &c, err, prob, turns.Field, hasConv); !ok {
+		return bad
 	}
 	if d.UserTurns() == 0 {
 		return jsonl.Quarantine(raw, src, record.NoUserMessage, "conversations have no human turn")
 	}
-	if system != "" {
-		if d.System != "" {
-			d.Messages = append([]conv.Message{{Role: conv.System, Content: d.System}}, d.Messages...)
-		}
-		d.System = system
-	}
+	jsonl.SetSystem(&d, system)
 	d.ID = id
 	if d.ID == "" {
 		d.ID = jsonl.ContentID(&d)
 	}
 	d.Meta = meta.Object(raw)
 	return record.Record{Conv: &d}
-}
-
-func turns(c *jsonl.Cursor, d *conv.Conversation, prob **jsonl.Problem) (bool, error) {
-	switch k := c.Kind(); k {
-	case jsonl.KindNull:
-		d.Messages, d.System = nil, ""
-		return false, c.Null()
-	case jsonl.KindString:
-		s, err := c.Str()
-		if err == nil {
-			reason, detail := jsonl.MessagesString("conversations", s)
-			jsonl.Note(prob, reason, "%s", detail)
-		}
-		return true, err
-	case jsonl.KindArray:
-	default:
-		jsonl.Note(prob, record.BadField, "conversations is a %s, not an array", k)
-		return true, c.Skip()
-	}
-	d.Messages, d.System = d.Messages[:0], ""
-	err := c.Array(func(i int) error {
-		if k := c.Kind(); k != jsonl.KindObject {
-			jsonl.Note(prob, record.BadField, "turn %d is a %s, not an object", i, k)
-			return c.Skip()
-		}
-		var (
-			m       conv.Message
-			from    string
-			hasFrom bool
-		)
-		err := c.Object(func(key []byte, _ int) error {
-			switch string(key) {
-			case "from", "role":
-				if k := c.Kind(); k != jsonl.KindString {
-					jsonl.Note(prob, record.BadField, "turn %d %s is a %s, not a string", i, key, k)
-					return c.Skip()
-				}
-				var err error
-				from, err = c.Str()
-				hasFrom = true
-				return err
-			case "value", "content":
-				switch k := c.Kind(); k {
-				case jsonl.KindString:
-					s, err := c.Str()
-					m.Content = s
-					return err
-				case jsonl.KindNull:
-					m.Content = ""
-					return c.Null()
-				default:
-					jsonl.Note(prob, record.BadField, "turn %d %s is a %s, not a string", i, key, k)
-					return c.Skip()
-				}
-			}
-			return c.Skip()
-		})
-		if err != nil {
-			return err
-		}
-		if !hasFrom {
-			jsonl.Note(prob, record.BadField, "turn %d has no from", i)
-			return nil
-		}
-		r, ok := Role(from)
-		if !ok {
-			jsonl.Note(prob, record.UnknownRole, "turn %d is from unknown speaker %q", i, jsonl.Clip(from))
-			return nil
-		}
-		m.Role = r
-		if r == conv.System && len(d.Messages) == 0 && d.System == "" {
-			d.System = m.Content
-			return nil
-		}
-		d.Messages = append(d.Messages, m)
-		return nil
-	})
-	return true, err
 }

@@ -20,6 +20,15 @@ func NewReader(r io.Reader, name string, opts ...jsonl.Option) record.Reader {
 
 var _ jsonl.DecodeFunc = Decode
 
+// messages is how WildChat spells its turns; its role names are ours.
+var messages = jsonl.Messages{
+	Field:   "conversation",
+	Item:    "message",
+	Speaker: []string{"role"},
+	Text:    []string{"content"},
+	Role:    conv.ParseRole,
+}
+
 // Decode maps one WildChat record to a conversation, or quarantines it. It
 // keeps no reference to raw and is safe for concurrent use.
 //
@@ -48,7 +57,7 @@ func Decode(raw []byte, src conv.Source) record.Record {
 		var err error
 		switch string(key) {
 		case "conversation":
-			hasConv, err = messages(&c, &d, &prob)
+			hasConv, err = messages.Read(&c, &d, &prob)
 			return err // not kept in Meta
 		case "conversation_hash":
 			hash, err = jsonl.ID(&c, "conversation_hash", &prob)
@@ -68,17 +77,8 @@ func Decode(raw []byte, src conv.Source) record.Record {
 		}
 		return err
 	})
-	if err == nil {
-		err = c.End()
-	}
-	if err != nil {
-		return jsonl.SyntaxBad(raw, src, err)
-	}
-	if prob != nil {
-		return jsonl.Quarantine(raw, src, prob.Reason, prob.Detail)
-	}
-	if !hasConv {
-		return jsonl.Quarantine(raw, src, record.MissingConversation, "no conversation field (or it is null)")
+	if bad, ok := jsonl.Finish(raw, src, &c, err, prob, messages.Field, hasConv); !ok {
+		return bad
 	}
 	if d.UserTurns() == 0 {
 		return jsonl.Quarantine(raw, src, record.NoUserMessage, "conversation has no user message")
@@ -93,96 +93,4 @@ func Decode(raw []byte, src conv.Source) record.Record {
 	}
 	d.Meta = meta.Object(raw)
 	return record.Record{Conv: &d}
-}
-
-// messages reads the conversation field into d. It reports false when the
-// field is null.
-func messages(c *jsonl.Cursor, d *conv.Conversation, prob **jsonl.Problem) (bool, error) {
-	switch k := c.Kind(); k {
-	case jsonl.KindNull:
-		d.Messages = nil
-		return false, c.Null()
-	case jsonl.KindString:
-		s, err := c.Str()
-		if err == nil {
-			reason, detail := jsonl.MessagesString("conversation", s)
-			jsonl.Note(prob, reason, "%s", detail)
-		}
-		return true, err
-	case jsonl.KindArray:
-	default:
-		jsonl.Note(prob, record.BadField, "conversation is a %s, not an array", k)
-		return true, c.Skip()
-	}
-	d.Messages = d.Messages[:0]
-	d.System = ""
-	err := c.Array(func(i int) error {
-		if k := c.Kind(); k != jsonl.KindObject {
-			jsonl.Note(prob, record.BadField, "message %d is a %s, not an object", i, k)
-			return c.Skip()
-		}
-		var (
-			m       conv.Message
-			role    string
-			hasRole bool
-		)
-		err := c.Object(func(key []byte, _ int) error {
-			switch string(key) {
-			case "role":
-				if k := c.Kind(); k != jsonl.KindString {
-					jsonl.Note(prob, record.BadField, "message %d role is a %s, not a string", i, k)
-					return c.Skip()
-				}
-				b, err := c.StrBytes()
-				role, hasRole = internRole(b), true
-				return err
-			case "content":
-				switch k := c.Kind(); k {
-				case jsonl.KindString:
-					s, err := c.Str()
-					m.Content = s
-					return err
-				case jsonl.KindNull:
-					m.Content = ""
-					return c.Null()
-				default:
-					jsonl.Note(prob, record.BadField, "message %d content is a %s, not a string", i, k)
-					return c.Skip()
-				}
-			}
-			return c.Skip()
-		})
-		if err != nil {
-			return err
-		}
-		if !hasRole {
-			jsonl.Note(prob, record.BadField, "message %d has no role", i)
-			return nil
-		}
-		r, ok := conv.ParseRole(role)
-		if !ok {
-			jsonl.Note(prob, record.UnknownRole, "message %d has unknown role %q", i, jsonl.Clip(role))
-			return nil
-		}
-		m.Role = r
-		if r == conv.System && len(d.Messages) == 0 && d.System == "" {
-			d.System = m.Content
-			return nil
-		}
-		d.Messages = append(d.Messages, m)
-		return nil
-	})
-	return true, err
-}
-
-// internRole avoids allocating a string for the two roles nearly every
-// message has.
-func internRole(b []byte) string {
-	switch string(b) {
-	case "user":
-		return "user"
-	case "assistant":
-		return "assistant"
-	}
-	return string(b)
 }

@@ -310,6 +310,8 @@ func readShard(ctx context.Context, path string) (shardFile, shardFacts, error) 
 	return f, sf, nil
 }
 
+// eachRow runs q on db and calls fn for each row, closing the rows before
+// it returns.
 func eachRow(ctx context.Context, db *sql.DB, fn func(*sql.Rows) error, q string, args ...any) error {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sort"
 	"strings"
@@ -346,17 +347,7 @@ type rowScanner interface{ Scan(dest ...any) error }
 // query runs q on the readers and calls fn for each row, closing the rows
 // before it returns.
 func (l *Ledger) query(ctx context.Context, fn func(rowScanner) error, q string, args ...any) error {
-	rows, err := l.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(ctx, l.r, func(rows *sql.Rows) error { return fn(rows) }, q, args...)
 }
 
 func less(a, b FailedUnit) bool {

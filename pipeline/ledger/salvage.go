@@ -282,34 +282,80 @@ func readErr(err error) bool {
 	return err != nil && !isDamage(err)
 }
 
-// eachIntKey calls fn with each key of an integer-keyed table in order,
-// reading salvagePage keys at a time. When a read fails on a damaged page it
-// steps one key at a time up to the damage, then steps over it: from the
-// last key read it probes ever further ahead until a seek succeeds, and
-// narrows back to the first readable key. Only keys are read here; fn reads
-// the row.
+// eachIntKey calls fn with each key of an integer-keyed table in order (see
+// eachKey). Past damage it probes ever further ahead of the last key read
+// until a read succeeds, and narrows back to the first readable key.
 func (s *salvager) eachIntKey(ctx context.Context, table, col string, c *SalvageCount, fn func(int64) error) error {
-	readFrom := func(from int64, n int) ([]int64, error) {
-		rows, err := s.src.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s > ? ORDER BY %s LIMIT %d`, col, table, col, col, n), from)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var keys []int64
-		for rows.Next() {
-			var k int64
-			if err := rows.Scan(&k); err != nil {
-				return nil, err
+	return eachKey(ctx, s, table, col, c, fn, func(after int64, readable func(int64) bool) (int64, bool, error) {
+		lo, hi := int64(0), int64(1)
+		for !readable(after + hi) {
+			lo = hi
+			if hi > 1<<61 {
+				return 0, false, nil // nothing past here can be read
 			}
-			keys = append(keys, k)
+			hi *= 2
 		}
-		return keys, rows.Err()
+		for hi-lo > 1 {
+			if mid := lo + (hi-lo)/2; readable(after + mid) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return after + hi, true, nil
+	})
+}
+
+// eachTextKey is eachIntKey for a table keyed by text (hex hashes and
+// names): past damage it probes by bumping ever shorter prefixes of the last
+// key read, so it may step over a few readable keys beside the damage.
+func (s *salvager) eachTextKey(ctx context.Context, table, col string, c *SalvageCount, fn func(string) error) error {
+	return eachKey(ctx, s, table, col, c, fn, func(after string, readable func(string) bool) (string, bool, error) {
+		// Candidates past after, in increasing order: each byte from the
+		// last to the first raised one step at a time. The first that
+		// reads is just past the damage, give or take the keys a raised
+		// byte steps over. A damaged leaf can span a change of the first
+		// byte (an index of short entries holds many keys per page), so
+		// every byte is raised as far as it goes, not only by one.
+		next, ok := "", false
+		for n := len(after); n >= 1 && !ok; n-- {
+			for b := int(after[n-1]) + 1; b <= 0xff && !ok; b++ {
+				cand := after[:n-1] + string([]byte{byte(b)})
+				if readable(cand) {
+					next, ok = cand, true
+				}
+			}
+		}
+		if !ok {
+			return "", false, nil // nothing past here can be read
+		}
+		// Keys between after and next are lost; next itself may be one.
+		if err := s.src.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s = ?`, col, table, col), next).Scan(new(string)); err == nil {
+			if err := fn(next); err != nil {
+				return "", false, err
+			}
+		}
+		return next, true, nil
+	})
+}
+
+// eachKey calls fn with each key of table's key column col in order,
+// reading salvagePage keys at a time. When a read fails on a damaged page
+// it steps one key at a time up to the damage, then asks stepOver where to
+// go on: given the last key read and readable (whether the keys after a
+// given one can be read), it returns the key to go on after, or false when
+// nothing further can be read. Only keys are read here; fn reads the row.
+func eachKey[K int64 | string](ctx context.Context, s *salvager, table, col string, c *SalvageCount, fn func(K) error,
+	stepOver func(after K, readable func(K) bool) (K, bool, error)) error {
+	readFrom := func(from K, n int) ([]K, error) {
+		return scanAll(ctx, s.src, func(r *sql.Rows, k *K) error { return r.Scan(k) },
+			fmt.Sprintf(`SELECT %s FROM %s WHERE %s > ? ORDER BY %s LIMIT %d`, col, table, col, col, n), from)
 	}
-	probe := func(from int64) bool {
+	readable := func(from K) bool {
 		_, err := readFrom(from, 1)
 		return err == nil
 	}
-	var after int64
+	var after K
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -336,105 +382,9 @@ func (s *salvager) eachIntKey(ctx context.Context, table, col string, c *Salvage
 				return nil // the end, reached one key at a time
 			}
 			c.Skipped++
-			lo, hi := int64(0), int64(1)
-			for !probe(after + hi) {
-				lo = hi
-				if hi > 1<<61 {
-					return nil // nothing past here can be read
-				}
-				hi *= 2
-			}
-			for hi-lo > 1 {
-				if mid := lo + (hi-lo)/2; probe(after + mid) {
-					hi = mid
-				} else {
-					lo = mid
-				}
-			}
-			after += hi
-			continue
-		}
-		if len(keys) == 0 {
-			return nil
-		}
-		for _, k := range keys {
-			if err := fn(k); err != nil {
+			next, ok, err := stepOver(after, readable)
+			if err != nil || !ok {
 				return err
-			}
-		}
-		after = keys[len(keys)-1]
-	}
-}
-
-// eachTextKey is eachIntKey for a table keyed by text (hex hashes and
-// names): past damage it probes by bumping ever shorter prefixes of the last
-// key read, so it may step over a few readable keys beside the damage.
-func (s *salvager) eachTextKey(ctx context.Context, table, col string, c *SalvageCount, fn func(string) error) error {
-	readFrom := func(from string, n int) ([]string, error) {
-		rows, err := s.src.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s > ? ORDER BY %s LIMIT %d`, col, table, col, col, n), from)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var keys []string
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				return nil, err
-			}
-			keys = append(keys, k)
-		}
-		return keys, rows.Err()
-	}
-	after := ""
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		keys, err := readFrom(after, salvagePage)
-		if readErr(err) {
-			return err
-		}
-		if err != nil {
-			for {
-				if keys, err = readFrom(after, 1); err != nil || len(keys) == 0 {
-					break
-				}
-				if err := fn(keys[0]); err != nil {
-					return err
-				}
-				after = keys[0]
-			}
-			if readErr(err) {
-				return err
-			}
-			if err == nil {
-				return nil
-			}
-			c.Skipped++
-			// Candidates past after, in increasing order: each byte from the
-			// last to the first raised one step at a time. The first that
-			// reads is just past the damage, give or take the keys a raised
-			// byte steps over. A damaged leaf can span a change of the first
-			// byte (an index of short entries holds many keys per page), so
-			// every byte is raised as far as it goes, not only by one.
-			next, ok := "", false
-			for n := len(after); n >= 1 && !ok; n-- {
-				for b := int(after[n-1]) + 1; b <= 0xff && !ok; b++ {
-					cand := after[:n-1] + string([]byte{byte(b)})
-					if _, err := readFrom(cand, 1); err == nil {
-						next, ok = cand, true
-					}
-				}
-			}
-			if !ok {
-				return nil // nothing past here can be read
-			}
-			// Keys between after and next are lost; next itself may be one.
-			if err := s.src.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s = ?`, col, table, col), next).Scan(new(string)); err == nil {
-				if err := fn(next); err != nil {
-					return err
-				}
 			}
 			after = next
 			continue
@@ -449,6 +399,22 @@ func (s *salvager) eachTextKey(ctx context.Context, table, col string, c *Salvag
 		}
 		after = keys[len(keys)-1]
 	}
+}
+
+// scanAll reads the rows q finds in db, each into a T by scan. With an
+// error (of the query, a row, or the walk) it returns the rows read before
+// it.
+func scanAll[T any](ctx context.Context, db *sql.DB, scan func(*sql.Rows, *T) error, q string, args ...any) ([]T, error) {
+	var out []T
+	err := eachRow(ctx, db, func(rows *sql.Rows) error {
+		var v T
+		if err := scan(rows, &v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	}, q, args...)
+	return out, err
 }
 
 // row reads one row; ok is false when it cannot be read.
@@ -501,21 +467,8 @@ func (s *salvager) drops(ctx context.Context, c *SalvageCount) error {
 		n          int64
 		inputKnown bool
 	}
-	var all []drop
-	rows, err := s.src.QueryContext(ctx, `SELECT input_id, reason, count FROM drops`)
-	if err == nil {
-		for rows.Next() {
-			var d drop
-			if err = rows.Scan(&d.input, &d.reason, &d.n); err != nil {
-				break
-			}
-			all = append(all, d)
-		}
-		if err == nil {
-			err = rows.Err()
-		}
-		rows.Close()
-	}
+	all, err := scanAll(ctx, s.src, func(r *sql.Rows, d *drop) error { return r.Scan(&d.input, &d.reason, &d.n) },
+		`SELECT input_id, reason, count FROM drops`)
 	if readErr(err) {
 		return err
 	}
@@ -618,21 +571,8 @@ type taskKind struct{ stage, variant, version string }
 // taskKinds lists the stage variants that have tasks: from the tasks table
 // if it can be read, else from the stages' recorded plans.
 func (s *salvager) taskKinds(ctx context.Context) ([]taskKind, error) {
-	var kinds []taskKind
-	rows, err := s.src.QueryContext(ctx, `SELECT DISTINCT stage, variant, version FROM tasks`)
-	if err == nil {
-		for rows.Next() {
-			var k taskKind
-			if err = rows.Scan(&k.stage, &k.variant, &k.version); err != nil {
-				break
-			}
-			kinds = append(kinds, k)
-		}
-		if err == nil {
-			err = rows.Err()
-		}
-		rows.Close()
-	}
+	kinds, err := scanAll(ctx, s.src, func(r *sql.Rows, k *taskKind) error { return r.Scan(&k.stage, &k.variant, &k.version) },
+		`SELECT DISTINCT stage, variant, version FROM tasks`)
 	if readErr(err) {
 		return nil, err
 	}
@@ -640,7 +580,7 @@ func (s *salvager) taskKinds(ctx context.Context) ([]taskKind, error) {
 		return kinds, nil
 	}
 	kinds = kinds[:0]
-	rows, err = s.src.QueryContext(ctx, `SELECT key, value FROM run_meta WHERE key LIKE 'plan.%'`)
+	rows, err := s.src.QueryContext(ctx, `SELECT key, value FROM run_meta WHERE key LIKE 'plan.%'`)
 	if err != nil {
 		if readErr(err) {
 			return nil, err
@@ -746,30 +686,14 @@ func (s *salvager) task(ctx context.Context, k taskKind, seq int64, reasonCol st
 	if !ok || err != nil {
 		return err
 	}
-	rows, err := s.src.QueryContext(ctx, `SELECT key, conversation_id, turn, status, attempts, error, raw, output, tokens, `+reasonCol+` FROM units WHERE stage = ? AND variant = ? AND version = ? AND conv_seq = ? ORDER BY turn`, k.stage, k.variant, k.version, seq)
-	if readErr(err) {
-		return err
-	}
-	if err != nil {
-		return nil // the task's units cannot be read: the task is redone on resume
-	}
-	var units []salvagedUnit
-	for rows.Next() {
-		var u salvagedUnit
-		if err = rows.Scan(&u.key, &u.convID, &u.turn, &u.status, &u.attempts, &u.errText, &u.raw, &u.output, &u.tokens, &u.reason); err != nil {
-			break
-		}
-		units = append(units, u)
-	}
-	if err == nil {
-		err = rows.Err()
-	}
-	rows.Close()
+	units, err := scanAll(ctx, s.src, func(r *sql.Rows, u *salvagedUnit) error {
+		return r.Scan(&u.key, &u.convID, &u.turn, &u.status, &u.attempts, &u.errText, &u.raw, &u.output, &u.tokens, &u.reason)
+	}, `SELECT key, conversation_id, turn, status, attempts, error, raw, output, tokens, `+reasonCol+` FROM units WHERE stage = ? AND variant = ? AND version = ? AND conv_seq = ? ORDER BY turn`, k.stage, k.variant, k.version, seq)
 	if readErr(err) {
 		return err
 	}
 	if err != nil || len(units) == 0 {
-		return nil
+		return nil // units that cannot be read, or none: the task is redone on resume
 	}
 	c.Copied++
 	s.unitsCopied += int64(len(units))
@@ -812,16 +736,7 @@ func (s *salvager) batches(ctx context.Context, c *SalvageCount) error {
 		return nil
 	}
 	return s.eachIntKey(ctx, "batches", "id", c, func(id int64) error {
-		vals := make([]any, 16)
-		ptrs := make([]any, 16)
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if ok, err := s.row(ctx, `SELECT `+batchCols+` FROM batches WHERE id = ?`, id, ptrs...); !ok || err != nil {
-			return err
-		}
-		c.Copied++
-		return s.exec(ctx, `INSERT INTO batches (`+batchCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, vals...)
+		return s.copyRow(ctx, c, "batches", "id", batchCols, id)
 	})
 }
 
@@ -832,17 +747,25 @@ func (s *salvager) batchRequests(ctx context.Context, c *SalvageCount) error {
 		return nil
 	}
 	return s.eachTextKey(ctx, "batch_requests", "key", c, func(k string) error {
-		vals := make([]any, 12)
-		ptrs := make([]any, 12)
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if ok, err := s.row(ctx, `SELECT `+batchRequestCols+` FROM batch_requests WHERE key = ?`, k, ptrs...); !ok || err != nil {
-			return err
-		}
-		c.Copied++
-		return s.exec(ctx, `INSERT INTO batch_requests (`+batchRequestCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, vals...)
+		return s.copyRow(ctx, c, "batch_requests", "key", batchRequestCols, k)
 	})
+}
+
+// copyRow copies the row of table whose keyCol is key, the columns cols (a
+// comma-separated list) as they are: for tables with nothing salvage needs
+// to check.
+func (s *salvager) copyRow(ctx context.Context, c *SalvageCount, table, keyCol, cols string, key any) error {
+	n := strings.Count(cols, ",") + 1
+	vals := make([]any, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if ok, err := s.row(ctx, `SELECT `+cols+` FROM `+table+` WHERE `+keyCol+` = ?`, key, ptrs...); !ok || err != nil {
+		return err
+	}
+	c.Copied++
+	return s.exec(ctx, `INSERT INTO `+table+` (`+cols+`) VALUES (`+strings.TrimSuffix(strings.Repeat("?, ", n), ", ")+`)`, vals...)
 }
 
 func (s *salvager) llmCache(ctx context.Context, c *SalvageCount) error {

@@ -334,53 +334,39 @@ func (v View) TaskCounts(ctx context.Context, stage string, vr Variant) (done, f
 // the origin index with one task lookup each, subtracted from the whole
 // when that side is out of the scope.
 func (l *Ledger) taskCountsIn(ctx context.Context, sp split, stage string, v Variant) (done, failed int64, err error) {
-	if sp.all || sp.byOut {
-		if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM tasks WHERE stage = ? AND variant = ? AND version = ?`,
-			stage, v.Name, v.Version).Scan(&done, &failed); err != nil {
-			return 0, 0, fmt.Errorf("counting %s/%s tasks: %w", stage, v.Name, err)
-		}
-		if sp.all {
-			return done, failed, nil
-		}
-	}
-	var d, f int64
-	for _, o := range sp.side() {
-		var od, of int64
-		if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(t.status = 'done'), 0), coalesce(sum(t.status = 'failed'), 0)
-			FROM conversations AS c INDEXED BY conversations_by_origin CROSS JOIN tasks AS t
-			WHERE c.origin = ? AND t.stage = ? AND t.variant = ? AND t.version = ? AND t.conv_seq = c.seq`,
-			o, stage, v.Name, v.Version).Scan(&od, &of); err != nil {
-			return 0, 0, fmt.Errorf("counting %s/%s tasks of %s conversations: %w", stage, v.Name, o, err)
-		}
-		d, f = d+od, f+of
-	}
-	if sp.byOut {
-		return done - d, failed - f, nil
-	}
-	return d, f, nil
+	return l.statusCountsIn(ctx, sp, "tasks", "t", stage, v)
 }
 
 // unitCountsIn counts a variant's done and failed units in sp the way
-// taskCountsIn counts tasks.
+// taskCountsIn counts tasks. The whole-table count is answered from the
+// units_by_status index alone (migration 0003).
 func (l *Ledger) unitCountsIn(ctx context.Context, sp split, stage string, v Variant) (done, failed int64, err error) {
+	return l.statusCountsIn(ctx, sp, "units", "u", stage, v)
+}
+
+// statusCountsIn is taskCountsIn and unitCountsIn: the two tables carry the
+// same stage, variant, version, status and conv_seq columns, so one walk
+// serves both; table names the rows in queries and errors, alias is its
+// short name in the join.
+func (l *Ledger) statusCountsIn(ctx context.Context, sp split, table, alias, stage string, v Variant) (done, failed int64, err error) {
 	if sp.all || sp.byOut {
-		// Answered from the units_by_status index alone (migration 0003).
-		if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM units WHERE stage = ? AND variant = ? AND version = ?`,
+		if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(status = 'done'), 0), coalesce(sum(status = 'failed'), 0) FROM `+table+` WHERE stage = ? AND variant = ? AND version = ?`,
 			stage, v.Name, v.Version).Scan(&done, &failed); err != nil {
-			return 0, 0, fmt.Errorf("counting %s/%s units: %w", stage, v.Name, err)
+			return 0, 0, fmt.Errorf("counting %s/%s %s: %w", stage, v.Name, table, err)
 		}
 		if sp.all {
 			return done, failed, nil
 		}
 	}
+	a := alias
+	q := `SELECT coalesce(sum(` + a + `.status = 'done'), 0), coalesce(sum(` + a + `.status = 'failed'), 0)
+			FROM conversations AS c INDEXED BY conversations_by_origin CROSS JOIN ` + table + ` AS ` + a + `
+			WHERE c.origin = ? AND ` + a + `.stage = ? AND ` + a + `.variant = ? AND ` + a + `.version = ? AND ` + a + `.conv_seq = c.seq`
 	var d, f int64
 	for _, o := range sp.side() {
 		var od, of int64
-		if err := l.r.QueryRowContext(ctx, `SELECT coalesce(sum(u.status = 'done'), 0), coalesce(sum(u.status = 'failed'), 0)
-			FROM conversations AS c INDEXED BY conversations_by_origin CROSS JOIN units AS u
-			WHERE c.origin = ? AND u.stage = ? AND u.variant = ? AND u.version = ? AND u.conv_seq = c.seq`,
-			o, stage, v.Name, v.Version).Scan(&od, &of); err != nil {
-			return 0, 0, fmt.Errorf("counting %s/%s units of %s conversations: %w", stage, v.Name, o, err)
+		if err := l.r.QueryRowContext(ctx, q, o, stage, v.Name, v.Version).Scan(&od, &of); err != nil {
+			return 0, 0, fmt.Errorf("counting %s/%s %s of %s conversations: %w", stage, v.Name, table, o, err)
 		}
 		d, f = d+od, f+of
 	}

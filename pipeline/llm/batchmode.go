@@ -342,41 +342,36 @@ func (a *BatchAPI) Upload(ctx context.Context, filename string, r io.Reader) (st
 // Create creates a batch over an uploaded input file (chat completions,
 // 24-hour window) with metadata.
 func (a *BatchAPI) Create(ctx context.Context, inputFile string, metadata map[string]string) (RemoteBatch, error) {
-	var b *openai.Batch
-	err := a.call(ctx, "creating a batch for file "+inputFile, func(ctx context.Context) error {
-		var err error
-		b, err = a.batches.New(ctx, openai.BatchNewParams{
+	return a.batchCall(ctx, "creating a batch for file "+inputFile, func(ctx context.Context) (*openai.Batch, error) {
+		return a.batches.New(ctx, openai.BatchNewParams{
 			InputFileID: inputFile, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
 			CompletionWindow: openai.BatchNewParamsCompletionWindow24h, Metadata: shared.Metadata(metadata),
 		})
-		return err
 	})
-	if err != nil {
-		return RemoteBatch{}, err
-	}
-	return remote(b), nil
 }
 
 // Get retrieves a batch.
 func (a *BatchAPI) Get(ctx context.Context, id string) (RemoteBatch, error) {
-	var b *openai.Batch
-	err := a.call(ctx, "retrieving batch "+id, func(ctx context.Context) error {
-		var err error
-		b, err = a.batches.Get(ctx, id)
-		return err
+	return a.batchCall(ctx, "retrieving batch "+id, func(ctx context.Context) (*openai.Batch, error) {
+		return a.batches.Get(ctx, id)
 	})
-	if err != nil {
-		return RemoteBatch{}, err
-	}
-	return remote(b), nil
 }
 
 // Cancel asks the endpoint to cancel a batch.
 func (a *BatchAPI) Cancel(ctx context.Context, id string) (RemoteBatch, error) {
+	return a.batchCall(ctx, "cancelling batch "+id, func(ctx context.Context) (*openai.Batch, error) {
+		return a.batches.Cancel(ctx, id)
+	})
+}
+
+// batchCall makes one call that answers with a batch, through a.call (what
+// names it in errors), and converts the batch: Create, Get and Cancel
+// differ only in the request.
+func (a *BatchAPI) batchCall(ctx context.Context, what string, fn func(context.Context) (*openai.Batch, error)) (RemoteBatch, error) {
 	var b *openai.Batch
-	err := a.call(ctx, "cancelling batch "+id, func(ctx context.Context) error {
+	err := a.call(ctx, what, func(ctx context.Context) error {
 		var err error
-		b, err = a.batches.Cancel(ctx, id)
+		b, err = fn(ctx)
 		return err
 	})
 	if err != nil {

@@ -38,20 +38,18 @@ func (w waiter) sleep(d time.Duration) error {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-w.ctx.Done():
-		return w.ctx.Err()
-	case <-w.stop:
-		return ErrStopped
-	case <-w.budget:
-		return errBudgetReached
-	}
+	return waitFor(w, t.C)
 }
 
 // wait blocks until ch is closed or the waiter is told to stop.
 func (w waiter) wait(ch <-chan struct{}) error {
+	return waitFor(w, ch)
+}
+
+// waitFor is sleep's and wait's select: it returns nil once ch yields, or
+// why the waiter gave up first. Generic because a timer's channel carries
+// a time, not struct{}.
+func waitFor[T any](w waiter, ch <-chan T) error {
 	select {
 	case <-ch:
 		return nil

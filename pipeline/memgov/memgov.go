@@ -14,9 +14,8 @@
 // the soft limit a margin (Headroom) above that footprint. The margin is
 // what keeps it cheap: a limit at or under the footprint the collector
 // reaches by itself makes every cycle that reaches it start early, and the
-// runtime's scavenger returns free pages that the next cycle faults back in
-// (issue 28: convert, held under a ceiling below its footprint, took 31%
-// more wall time and 2.5x the system time). Above the footprint the limit
+// runtime's scavenger returns free pages that the next cycle faults back in,
+// which costs wall time and system time. Above the footprint the limit
 // only cuts short the rare cycle that would have drifted higher; for the
 // same reason a ceiling must sit above what the command reaches by itself.
 // If the working set really grows later (a later step needs more), the
@@ -76,8 +75,8 @@ func DefaultPolicy(ceiling int64) Policy {
 		WarmupCycles: 10,
 		Window:       3 * time.Second,
 		// A collector that takes five points more of the CPU than in the
-		// warm-up already costs more than the 5% issue 28 allows; the
-		// step is large enough that one raise relieves it.
+		// warm-up already costs more than the 5% of speed the governor may
+		// cost; the step is large enough that one raise relieves it.
 		Slack:    0.05,
 		Step:     1.25,
 		Headroom: 1.25,

@@ -179,3 +179,14 @@ func human(n int64) string {
 	}
 	return fmt.Sprint(n)
 }
+
+// TerminalWidth is the width in columns of the terminal w writes to; ok is
+// false when w is not a terminal.
+func TerminalWidth(w io.Writer) (cols int, ok bool) {
+	f, isFile := w.(*os.File)
+	if !isFile || !term.IsTerminal(int(f.Fd())) {
+		return 0, false
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	return cols, err == nil
+}

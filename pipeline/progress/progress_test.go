@@ -2,6 +2,7 @@ package progress_test
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,20 @@ func TestStartFromCarriesCounts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTerminalWidthNotATerminal: a buffer or a plain file has no width, so
+// callers keep their own default.
+func TestTerminalWidthNotATerminal(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, w := range []io.Writer{&strings.Builder{}, f} {
+		if cols, ok := progress.TerminalWidth(w); ok {
+			t.Errorf("TerminalWidth(%T) = %d, true; want not a terminal", w, cols)
+		}
 	}
 }

@@ -125,27 +125,9 @@ func (c *checker) node(n parse.Node, s scope) error {
 		declare(n.Pipe, s, t)
 		return nil
 	case *parse.IfNode:
-		in := s.child(s.dot)
-		t, err := c.pipe(n.Pipe, in)
-		if err != nil {
-			return err
-		}
-		declare(n.Pipe, in, t)
-		if err := c.list(n.List, in); err != nil {
-			return err
-		}
-		return c.list(n.ElseList, in)
+		return c.branch(&n.BranchNode, s, false)
 	case *parse.WithNode:
-		in := s.child(s.dot)
-		t, err := c.pipe(n.Pipe, in)
-		if err != nil {
-			return err
-		}
-		declare(n.Pipe, in, t)
-		if err := c.list(n.List, in.child(t)); err != nil {
-			return err
-		}
-		return c.list(n.ElseList, in)
+		return c.branch(&n.BranchNode, s, true)
 	case *parse.RangeNode:
 		in := s.child(s.dot)
 		t, err := c.pipe(n.Pipe, in)
@@ -183,6 +165,26 @@ func (c *checker) node(n parse.Node, s scope) error {
 		return c.template(sub, dot)
 	}
 	return c.errorf(n, "%s: this kind of action (%T) is not supported in prompt templates", n, n)
+}
+
+// branch checks an {{if}} or a {{with}}: the pipeline and its variables in
+// a scope of their own, then both lists; only {{with}} moves dot to the
+// pipeline's value in its first list.
+func (c *checker) branch(n *parse.BranchNode, s scope, moveDot bool) error {
+	in := s.child(s.dot)
+	t, err := c.pipe(n.Pipe, in)
+	if err != nil {
+		return err
+	}
+	declare(n.Pipe, in, t)
+	then := in
+	if moveDot {
+		then = in.child(t)
+	}
+	if err := c.list(n.List, then); err != nil {
+		return err
+	}
+	return c.list(n.ElseList, in)
 }
 
 // declare records the variable a pipeline declares ({{$x := …}}) or

@@ -1,7 +1,9 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -59,37 +61,28 @@ type Group struct {
 // turn type. Each group is resampled with the same seed, so every group is
 // reproducible on its own.
 func ByTurnType(vs []Verdict, opt Options) []Group {
-	parts := map[string][]Verdict{}
-	for _, v := range vs {
-		parts[v.TurnType] = append(parts[v.TurnType], v)
-	}
-	keys := make([]string, 0, len(parts))
-	for k := range parts {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	gs := make([]Group, len(keys))
-	for i, k := range keys {
-		gs[i] = Group{TurnType: k, Summary: Summarize(parts[k], opt)}
-	}
-	return gs
+	return groupBy(vs, opt, func(v Verdict) string { return v.TurnType }, func(g *Group, k string) { g.TurnType = k })
 }
 
 // ByRound summarizes the verdicts of each round (Verdict.Turn) separately,
 // in increasing round order, seeded as in ByTurnType.
 func ByRound(vs []Verdict, opt Options) []Group {
-	parts := map[int][]Verdict{}
+	return groupBy(vs, opt, func(v Verdict) int { return v.Turn }, func(g *Group, k int) { g.Turn = k })
+}
+
+// groupBy splits vs by key, summarizes each part in increasing key order
+// and lets label write the key into its Group: the breakdowns differ only
+// in what they split on.
+func groupBy[K cmp.Ordered](vs []Verdict, opt Options, key func(Verdict) K, label func(*Group, K)) []Group {
+	parts := map[K][]Verdict{}
 	for _, v := range vs {
-		parts[v.Turn] = append(parts[v.Turn], v)
+		parts[key(v)] = append(parts[key(v)], v)
 	}
-	keys := make([]int, 0, len(parts))
-	for k := range parts {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(parts))
 	gs := make([]Group, len(keys))
 	for i, k := range keys {
-		gs[i] = Group{Turn: k, Summary: Summarize(parts[k], opt)}
+		gs[i] = Group{Summary: Summarize(parts[k], opt)}
+		label(&gs[i], k)
 	}
 	return gs
 }

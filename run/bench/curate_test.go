@@ -110,7 +110,7 @@ func BenchmarkCurate(b *testing.B) {
 	}{
 		{"strategies", "fc,ao,lt,de with token counts", func() error {
 			for _, c := range convs {
-				tc := curate.NewTokenCache(c, cnt)
+				tc := curate.NewWorkspace(c, cnt)
 				for _, s := range ss {
 					if _, err := s.Contexts(ctx, c, curate.DefaultFrom, tc); err != nil {
 						return err

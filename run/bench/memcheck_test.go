@@ -14,40 +14,28 @@ import (
 
 // The two sizes of TestMemoryFlat. The small one must be past the warm-up
 // of the exports, whose Parquet row groups (16 MiB or 4096 rows) fill only
-// after a few thousand conversations: at 1k, export conversations peaked at
-// 98 MB against 164 MB at 10k, 1.66×. The large one is what CI can afford:
-// the test costs about 100 CPU-seconds, most of it annotate and curate at
-// 10k, and at 20k those two alone took three minutes on a loaded 2-core
-// machine. A 5× step is enough for memory held per conversation to show
-// (see memMaxGrowth).
+// after a few thousand conversations; the large one is what CI can afford
+// (annotate and curate dominate its cost). A 5× step is enough for memory
+// held per conversation to show.
 const (
 	memSmall = 2_000
 	memLarge = 10_000
 )
 
-// memMaxGrowth bounds TestMemoryFlat's ratio. Measured on a loaded 2-core
-// machine, 2k → 10k, in six runs (three under -race): without a leak every
-// command within 1.27× (export annotations 67→84 MB; status 33→41, 1.22×;
-// export curated and conversations within 1.22×; ingest 1.19×; the others
-// 1.10×), but for one run of export curated that peaked at 255 MB at 10k
-// (1.56×, against 192 to 213 MB in the others), which is why a step over
-// the limit is measured again. With export conversations made to hold every
-// conversation it read (46 MB of text at 10k): 169→307 and 170→316 MB,
-// 1.82× and 1.85×. Keeping the median of the small size's runs rather than
-// the highest, export curated once reached 1.39× (150→209 MB) without a
-// leak.
+// memMaxGrowth bounds TestMemoryFlat's ratio of peak RSS, large size over
+// small. Without a leak the commands stay within about 1.3× on a loaded
+// machine, with a rare outlier near 1.5× (hence a step over the limit is
+// measured again); an export made to hold every conversation it read grows
+// past 1.8×.
 const memMaxGrowth = 1.5
 
 // memEnv is set in each command's environment, over this process's, so
-// that its heap follows what is live. By default ac3 lets a command's heap
-// grow up to a ceiling (160 MiB for the readers) for its first 15 seconds,
-// which is all of a CI-sized command, and the collector uses as slack
-// whatever is not live: with the defaults, 10k conversations held in memory
-// (about 46 MB) raised export conversations' peak only from 178 to 212 MB,
-// 1.26×, under the leak-free export annotations' 1.30×. Without the ceiling
-// the heap grows to twice what is live, so memory held shows twice over.
-// BenchmarkScale measures the defaults, over runs long enough for the
-// governor to matter.
+// that its heap follows what is live. With the default governor a short
+// command runs under its ceiling, with the collector's slack filling
+// whatever is not live, which hides memory held per conversation; without
+// any limit the heap grows to twice what is live, so memory held shows
+// twice over. BenchmarkScale measures the defaults, over runs long enough
+// for the governor to matter.
 var memEnv = []string{"AC3_MEMORY_LIMIT=off"}
 
 // memUnset is left out of each command's environment: each would change
@@ -61,10 +49,9 @@ var builtRelease, builtLauncher struct {
 }
 
 // releaseBinary builds cmd/ac3 once per run as the README builds a release
-// (see goBuild), or returns the binary AC3_BENCH_BIN names. The figures are
-// a plain build's (status of a 10k run: 29 MB either way), and CI's build
-// of the release after `go test` then finds every package compiled: from a
-// cold cache they cost about 400 CPU-seconds.
+// (see goBuild), or returns the binary AC3_BENCH_BIN names. Its peaks are a
+// plain build's, and CI's build of the release after `go test` then finds
+// every package compiled.
 func releaseBinary(tb testing.TB) string {
 	tb.Helper()
 	builtRelease.Do(func() {

@@ -20,7 +20,7 @@ type compintConfig struct {
 	ProbeRole      string   `yaml:"probe_role"`
 	MinDenominator float64  `yaml:"min_denominator"`
 	Encoding       string   `yaml:"encoding"`
-	Parallel       int      `yaml:"parallel"`
+	Parallel       *int     `yaml:"parallel"` // gone: refused
 	// Prompts is read by loadPrompts.
 	Prompts map[string]string `yaml:"prompts"`
 }
@@ -43,9 +43,11 @@ func (c *File) CompInt() (*run.CompInt, error) {
 		return nil, fmt.Errorf("stages.compint.max_contexts: %d, want 0 (no cap) or more", x.MaxContexts)
 	case x.MinDenominator < 0 || x.MinDenominator >= 1:
 		return nil, fmt.Errorf("stages.compint.min_denominator: %v, want a share in [0, 1)", x.MinDenominator)
+	case x.Parallel != nil:
+		return nil, gone("stages.compint.parallel")
 	}
 	return &run.CompInt{SCs: x.SCs, TargetTokens: x.TargetTokens, MaxContexts: x.MaxContexts, Locations: x.Locations,
 		Framings: x.Framings, Repeat: x.Repeat, Strategies: x.Strategies, Orders: x.Orders, JudgeRole: x.JudgeRole,
-		ProbeRole: x.ProbeRole, MinDenominator: x.MinDenominator, Encoding: x.Encoding, Parallel: x.Parallel,
+		ProbeRole: x.ProbeRole, MinDenominator: x.MinDenominator, Encoding: x.Encoding,
 		Prompts: c.compintPrompts()}, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/ac3/ac3/run/report"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // File is a whole run in one file. See fixtures/configs/ for examples and
@@ -40,9 +41,8 @@ type File struct {
 		Seed      int64   `yaml:"seed"`
 		BudgetUSD float64 `yaml:"budget_usd"`
 		Workers   int     `yaml:"workers"`
-		// Window is the tasks a model-backed stage keeps open (see
-		// run.Annotate.Window); 0 derives it from the endpoints' limits.
-		Window int `yaml:"window"`
+		// Window is a setting that is gone (see checkRun).
+		Window *int `yaml:"window"`
 		// ShardLimits is how shards share the endpoints' limits and the
 		// budget: divide (the default) or whole (see run.ShardLimitsDivide).
 		ShardLimits string `yaml:"shard_limits"`
@@ -366,7 +366,7 @@ func annotatorOf(n yaml.Node, path string) (string, error) {
 // share the classify call, so a refs section alone runs classify, and one
 // beside classify must name the same annotator. notes are lines to show.
 func (c *File) Annotate() (a run.Annotate, notes []string, err error) {
-	a.Workers, a.Window = c.Run.Workers, c.Run.Window
+	a.Workers = c.Run.Workers
 	st := c.Stages
 	if a.Classify, err = annotatorOf(st.Classify, "stages.classify"); err != nil {
 		return a, nil, err
@@ -405,12 +405,15 @@ func (c *File) Respond() (*run.Respond, error) {
 		Strategies  []string `yaml:"strategies"`
 		Respondents []string `yaml:"respondents"`
 		Samples     int      `yaml:"samples"`
-		Parallel    int      `yaml:"parallel"`
+		Parallel    *int     `yaml:"parallel"`
 	}](c.Stages.Respond, "stages.respond")
 	if err != nil || !ok {
 		return nil, err
 	}
-	return &run.Respond{Strategies: rc.Strategies, Respondents: rc.Respondents, Samples: rc.Samples, Parallel: rc.Parallel, Workers: c.Run.Workers, Window: c.Run.Window}, nil
+	if rc.Parallel != nil {
+		return nil, gone("stages.respond.parallel")
+	}
+	return &run.Respond{Strategies: rc.Strategies, Respondents: rc.Respondents, Samples: rc.Samples}, nil
 }
 
 // Samples is the answers per context for roles when none is set: the
@@ -441,9 +444,6 @@ func (c *File) WithRespond(a run.Respond) (run.Respond, error) {
 		a.Strategies = orList(a.Strategies, rc.Strategies)
 		a.Respondents = orList(a.Respondents, rc.Respondents)
 		a.Samples = cmp.Or(a.Samples, rc.Samples)
-		if rc.Parallel > 0 {
-			a.Parallel = rc.Parallel
-		}
 	}
 	a.Samples = cmp.Or(a.Samples, c.Samples(a.Respondents))
 	return a, nil
@@ -463,9 +463,6 @@ func (c *File) WithJudge(a run.Judge) (run.Judge, error) {
 	if a.Prompt == nil {
 		a.Prompt = jc.Prompt
 	}
-	if jc.Parallel > 0 {
-		a.Parallel = jc.Parallel
-	}
 	return a, nil
 }
 
@@ -484,19 +481,22 @@ func (c *File) Judge() (*run.Judge, error) {
 		Order      string   `yaml:"order"`
 		Context    string   `yaml:"context"`
 		Role       string   `yaml:"role"`
-		Parallel   int      `yaml:"parallel"`
+		Parallel   *int     `yaml:"parallel"`
 		// Prompts is read by loadPrompts.
 		Prompts map[string]string `yaml:"prompts"`
 	}](c.Stages.Judge, "stages.judge")
 	if err != nil || !ok {
 		return nil, err
 	}
+	if jc.Parallel != nil {
+		return nil, gone("stages.judge.parallel")
+	}
 	for _, d := range jc.Dimensions {
 		if !slices.Contains(judge.Dimensions(), d) {
 			return nil, fmt.Errorf("stages.judge.dimensions: %q is not one of %s", d, strings.Join(judge.Dimensions(), ", "))
 		}
 	}
-	return &run.Judge{Pairs: jc.Pairs, Order: jc.Order, Context: jc.Context, Role: jc.Role, Parallel: jc.Parallel, Workers: c.Run.Workers, Window: c.Run.Window,
+	return &run.Judge{Pairs: jc.Pairs, Order: jc.Order, Context: jc.Context, Role: jc.Role,
 		Prompt: c.prompts["judge"]["pairwise"]}, nil
 }
 
@@ -663,7 +663,7 @@ func (cfg *File) AC3() (run.AC3, error) {
 	for op, g := range map[string]*struct {
 		Floor *int `yaml:"floor"`
 		Cap   *int `yaml:"cap"`
-	}{curate.OpGatedReset: ac.GatedReset, curate.OpReset: ac.Reset, curate.OpRewrite: ac.Rewrite} {
+	}{curated.OpGatedReset: ac.GatedReset, curated.OpReset: ac.Reset, curated.OpRewrite: ac.Rewrite} {
 		if g == nil {
 			continue
 		}
@@ -672,7 +672,7 @@ func (cfg *File) AC3() (run.AC3, error) {
 		s.Gates[op] = gate
 	}
 	if ac.Augment != nil && ac.Augment.Warmup != nil {
-		s.Gates[curate.OpAugment] = curate.Gate{Floor: *ac.Augment.Warmup}
+		s.Gates[curated.OpAugment] = curate.Gate{Floor: *ac.Augment.Warmup}
 	}
 	if a := ac.Adaptive; a != nil {
 		s.Adaptive.Policy, s.Adaptive.Lambda, s.Adaptive.Tau = a.Policy, deref(a.Lambda, 0), deref(a.Tau, 0)
@@ -724,7 +724,7 @@ func (cfg *File) Curate() (run.Curate, error) {
 	if cu.LastTurns < 0 {
 		return run.Curate{}, fmt.Errorf("stages.curate.last_turns: %d, want 0 (every turn) or more", cu.LastTurns)
 	}
-	return run.Curate{Strategies: cu.Strategies, FromTurn: cu.FromTurn, Encoding: cu.Encoding, On: cu.On, LastTurns: cu.LastTurns, Workers: cfg.Run.Workers, Window: cfg.Run.Window, AC3: ac}, err
+	return run.Curate{Strategies: cu.Strategies, FromTurn: cu.FromTurn, Encoding: cu.Encoding, On: cu.On, LastTurns: cu.LastTurns, Workers: cfg.Run.Workers, AC3: ac}, err
 }
 
 // Model turns the config's endpoints, models and roles (or, without

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/lic/grade"
 )
 
@@ -67,7 +67,7 @@ func TestLiCSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := l.AC3.Gates[curate.OpGatedReset]; g.Floor != 1 || g.Cap != 2 {
+	if g := l.AC3.Gates[curated.OpGatedReset]; g.Floor != 1 || g.Cap != 2 {
 		t.Errorf("gate %+v", g)
 	}
 	if l.Grade.DBDir != filepath.Join(filepath.Dir(p), "spider") || !l.Grade.AllowExec || l.Grade.CodeTests != grade.TestsCases || l.Grade.ExecTimeout != 5*time.Second {

@@ -65,13 +65,19 @@ func (l limitsConfig) llm() llm.Limits {
 	return out
 }
 
-// checkRun validates run.workers and run.window.
+// checkRun validates run.workers and refuses run.window.
 func (c *File) checkRun() error {
 	if c.Run.Workers < 0 {
 		return fmt.Errorf("run.workers: %d, want a positive number of CPU workers (or leave it out: one per core)", c.Run.Workers)
 	}
-	if c.Run.Window < 0 {
-		return fmt.Errorf("run.window: %d, want a positive number of tasks model stages keep open (or leave it out: derived from the endpoints' limits)", c.Run.Window)
+	if c.Run.Window != nil {
+		return gone("run.window")
 	}
 	return nil
+}
+
+// gone is the error for a setting of how many model calls run at once that
+// ac3 no longer has: one knob paces model calls, the endpoint's limits.
+func gone(path string) error {
+	return fmt.Errorf("%s: this setting is gone; model calls are paced by each endpoint's limits (endpoints.NAME.limits.concurrency, rpm, tpm), and a model stage keeps twice the concurrency of tasks open", path)
 }

@@ -35,12 +35,12 @@ stages:
   judge: {pairs: ["fc:ao"]}
 `
 
-func TestLimitsAndWindowKeys(t *testing.T) {
+func TestLimitsAndWorkersKeys(t *testing.T) {
 	tests := []struct {
 		name                 string
 		run, endpoint, model string
 		want                 llm.Limits // of model m
-		window, workers      int
+		workers              int
 		err                  string // "" when it loads
 	}{
 		{name: "defaults", want: llm.Limits{}},
@@ -48,8 +48,8 @@ func TestLimitsAndWindowKeys(t *testing.T) {
 			want: llm.Limits{Concurrency: 16, MinConcurrency: 4, RPM: 600, TPM: 90000, Patience: 2 * time.Hour, Unreachable: 5 * time.Minute}},
 		{name: "model limits win", endpoint: "concurrency: 16, patience: 2h", model: ", limits: {concurrency: 4, min_concurrency: 1, patience: 90s}",
 			want: llm.Limits{Concurrency: 4, MinConcurrency: 1, Patience: 90 * time.Second}},
-		{name: "window and workers", run: ", window: 64, workers: 3", window: 64, workers: 3},
-		{name: "negative window", run: ", window: -1", err: "run.window: -1"},
+		{name: "workers", run: ", workers: 3", workers: 3},
+		{name: "window is gone", run: ", window: 64", err: "run.window: this setting is gone; model calls are paced by each endpoint's limits"},
 		{name: "negative workers", run: ", workers: -2", err: "run.workers: -2"},
 		{name: "patience not a duration", endpoint: "patience: forever", err: `endpoints.e.limits.patience: "forever" is not a duration`},
 		{name: "patience without unit", endpoint: "patience: 30", err: "endpoints.e.limits.patience"},
@@ -86,10 +86,6 @@ func TestLimitsAndWindowKeys(t *testing.T) {
 			plan, _, err := cfg.Plan(func(string) string { return "" })
 			if err != nil {
 				t.Fatal(err)
-			}
-			if plan.Annotate.Window != tc.window || plan.Curate.Window != tc.window || plan.Respond.Window != tc.window || plan.Judge.Window != tc.window {
-				t.Errorf("windows annotate %d curate %d respond %d judge %d, want %d",
-					plan.Annotate.Window, plan.Curate.Window, plan.Respond.Window, plan.Judge.Window, tc.window)
 			}
 			if plan.Annotate.Workers != tc.workers || plan.Curate.Workers != tc.workers {
 				t.Errorf("workers annotate %d curate %d, want %d", plan.Annotate.Workers, plan.Curate.Workers, tc.workers)

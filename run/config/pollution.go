@@ -38,15 +38,9 @@ func (c *File) pollutionSection() (p pollutionConfig, ok bool, err error) {
 	if len(p.On) == 0 {
 		p.On = []string{"dataset"}
 	}
-	for _, on := range p.On {
-		switch on {
-		case "dataset":
-			p.dataset = true
-		case "generated", "responses":
-			p.generated = true
-		default:
-			return p, ok, fmt.Errorf("stages.pollution.on: %q, want dataset or generated", on)
-		}
+	var bad string
+	if p.dataset, p.generated, bad = run.PollutionTargets(p.On); bad != "" {
+		return p, ok, fmt.Errorf("stages.pollution.on: %q, want dataset or generated", bad)
 	}
 	if p.Samples < 0 {
 		return p, ok, fmt.Errorf("stages.pollution.samples: %d, want 0 (all) or more", p.Samples)

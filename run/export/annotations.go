@@ -66,6 +66,36 @@ func constraintValues(cs []constraints.Constraint) []any {
 	return out
 }
 
+// annotationColumns are the annotating stages in column order, each with
+// how its stored output fills its columns of an annotations row: the stages
+// differ only in their decoder and columns.
+var annotationColumns = []struct {
+	stage string
+	fill  func(out []byte, row []any) error
+}{
+	{classify.StageName, func(out []byte, row []any) error {
+		lb, err := classify.Decode(out)
+		if err == nil {
+			row[3], row[4], row[5], row[6], row[7] = lb.Type, lb.Confidence, lb.Reason, stringList(lb.Refs), lb.Annotator
+		}
+		return err
+	}},
+	{constraints.StageName, func(out []byte, row []any) error {
+		rec, err := constraints.Decode(out)
+		if err == nil {
+			row[8], row[9], row[10] = constraintValues(rec.New), constraintValues(rec.Registry), rec.Annotator
+		}
+		return err
+	}},
+	{pollution.StageName, func(out []byte, row []any) error {
+		lb, err := pollution.Decode(out)
+		if err == nil {
+			row[11], row[12], row[13], row[14], row[15], row[16] = lb.Present, lb.Category, stringList(lb.Sources), lb.Confidence, lb.Justification, lb.Annotator
+		}
+		return err
+	}},
+}
+
 // stringList is refs as a value of a list<string> column: [] for none.
 func stringList(refs []string) []string {
 	if refs == nil {
@@ -134,31 +164,15 @@ func Annotations(ctx context.Context, l *ledger.Ledger, f Format, path string) (
 				row := make([]any, 17)
 				row[0], row[1], row[2] = s.Conv.ID, int64(tr.Index), s.Conv.Messages[tr.User].Content
 				labelled := false
-				if u, ok := units[classify.StageName][k]; ok {
-					placed[classify.StageName]++
-					lb, err := classify.Decode(u.Output)
-					if err != nil {
-						return fmt.Errorf("decoding classify unit %s: %w", u.Key, err)
+				for _, c := range annotationColumns {
+					u, ok := units[c.stage][k]
+					if !ok {
+						continue
 					}
-					row[3], row[4], row[5], row[6], row[7] = lb.Type, lb.Confidence, lb.Reason, stringList(lb.Refs), lb.Annotator
-					labelled = true
-				}
-				if u, ok := units[constraints.StageName][k]; ok {
-					placed[constraints.StageName]++
-					rec, err := constraints.Decode(u.Output)
-					if err != nil {
-						return fmt.Errorf("decoding constraints unit %s: %w", u.Key, err)
+					placed[c.stage]++
+					if err := c.fill(u.Output, row); err != nil {
+						return fmt.Errorf("decoding %s unit %s: %w", c.stage, u.Key, err)
 					}
-					row[8], row[9], row[10] = constraintValues(rec.New), constraintValues(rec.Registry), rec.Annotator
-					labelled = true
-				}
-				if u, ok := units[pollution.StageName][k]; ok {
-					placed[pollution.StageName]++
-					lb, err := pollution.Decode(u.Output)
-					if err != nil {
-						return fmt.Errorf("decoding pollution unit %s: %w", u.Key, err)
-					}
-					row[11], row[12], row[13], row[14], row[15], row[16] = lb.Present, lb.Category, stringList(lb.Sources), lb.Confidence, lb.Justification, lb.Annotator
 					labelled = true
 				}
 				if !labelled {

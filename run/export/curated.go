@@ -13,6 +13,7 @@ import (
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // CuratedSchema is the layout of a curated export: one row per conversation,
@@ -83,7 +84,7 @@ type CuratedOptions struct {
 // SFTRow), its metadata goes to MetaPath(path), and turns without a reply
 // in the dataset are left out.
 func Curated(ctx context.Context, l *ledger.Ledger, f Format, path string) (int64, error) {
-	st, err := curated(ctx, l, f, path, CuratedOptions{})
+	st, err := exportCurated(ctx, l, f, path, CuratedOptions{})
 	return st.Rows, err
 }
 
@@ -111,8 +112,8 @@ func chosenStrategies(l *ledger.Ledger, planned []ledger.Variant, want []string)
 	return out, nil
 }
 
-// curated is Curated with options, also counting what it leaves out.
-func curated(ctx context.Context, l *ledger.Ledger, f Format, path string, opts CuratedOptions) (st Stats, err error) {
+// exportCurated is Curated with options, also counting what it leaves out.
+func exportCurated(ctx context.Context, l *ledger.Ledger, f Format, path string, opts CuratedOptions) (st Stats, err error) {
 	plans, err := l.Plans(ctx)
 	if err != nil {
 		return st, err
@@ -170,7 +171,7 @@ func curated(ctx context.Context, l *ledger.Ledger, f Format, path string, opts 
 				return nil
 			}
 			c := bySeq[u.ConvSeq]
-			x, err := curate.DecodeContext(u.Output)
+			x, err := curated.DecodeContext(u.Output)
 			if err != nil {
 				return fmt.Errorf("decoding unit %s: %w", u.Key, err)
 			}
@@ -238,7 +239,7 @@ func curated(ctx context.Context, l *ledger.Ledger, f Format, path string, opts 
 
 // contextOrigins says where each message of a context's parts came from,
 // as SFTRow's origins do.
-func contextOrigins(parts []curate.Part) []string {
+func contextOrigins(parts []curated.Part) []string {
 	var out []string
 	for i, p := range parts {
 		if p.Join && i > 0 {

@@ -30,18 +30,9 @@ func Duplicates(ctx context.Context, l *ledger.Ledger, f Format, path string) (i
 		{Name: "similarity", Type: arrow.PrimitiveTypes.Float64},
 		{Name: "reason", Type: arrow.BinaryTypes.String},
 	}, nil)
-	rw, err := newRowWriter(f, path, sc)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	err = l.EachNearDuplicate(ctx, func(p ledger.NearPair) error {
-		n++
-		return rw.Write([]any{p.DroppedID, p.File, p.Line, p.Row, p.KeptID, p.KeptSeq, p.Similarity, ledger.DropNearDuplicate})
+	return writeRows(f, path, sc, func(write func(row []any) error) error {
+		return l.EachNearDuplicate(ctx, func(p ledger.NearPair) error {
+			return write([]any{p.DroppedID, p.File, p.Line, p.Row, p.KeptID, p.KeptSeq, p.Similarity, ledger.DropNearDuplicate})
+		})
 	})
-	if err != nil {
-		rw.Abort()
-		return n, err
-	}
-	return n, rw.Close()
 }

@@ -1,12 +1,15 @@
-// Package export writes what a run holds to files other tools read: the kept
-// conversations (canonical Parquet or JSONL), the curated contexts of every
-// strategy (one row per conversation, turn and strategy, with the context as
-// a list of messages, or as OpenAI chat fine-tuning rows), the turn
-// annotations, the quarantine, and the judged training data (TRL DPO
-// preference rows, SFT rows of the winning answers). Every list-valued field
-// is a nested column in Parquet and an array in JSONL. Rows come out in
-// ingest order, then turn, then strategy, so an export is the same bytes
-// however the work that produced it was scheduled or interrupted.
+// Package export writes what a run holds to files other tools read. Six
+// kinds, one per Kind constant: conversations (the kept conversations,
+// canonical Parquet or JSONL), curated (the context of every strategy, one
+// row per conversation, turn and strategy, as a list of messages or as
+// OpenAI chat fine-tuning rows), annotations (turn types, constraints,
+// pollution), quarantine (the bad records with file, line and reason),
+// preferences (TRL DPO rows from the judge's verdicts) and winners (SFT rows
+// of the answers that won). Every list-valued field is a nested column in
+// Parquet and an array in JSONL. Rows come out in ingest order, then turn,
+// then strategy, so an export is the same bytes however the work that
+// produced it was scheduled or interrupted; an export of unfinished work is
+// refused unless the caller asks for a partial one (Options.Partial).
 package export
 
 import (
@@ -105,14 +108,25 @@ func Quarantine(ctx context.Context, l *ledger.Ledger, f Format, path string) (i
 		{Name: "detail", Type: arrow.BinaryTypes.String},
 		{Name: "excerpt", Type: arrow.BinaryTypes.String},
 	}, nil)
+	return writeRows(f, path, sc, func(write func(row []any) error) error {
+		return l.Quarantine(ctx, func(q ledger.Quarantined) error {
+			return write([]any{q.Input, q.Source.File, q.Source.Line, q.Source.Row, string(q.Reason), q.Detail, q.Excerpt})
+		})
+	})
+}
+
+// writeRows writes to path, laid out as sc, the rows each hands to write,
+// and counts them; an error removes the file. Exports that write one row
+// per record they read share it.
+func writeRows(f Format, path string, sc *arrow.Schema, each func(write func(row []any) error) error) (int64, error) {
 	rw, err := newRowWriter(f, path, sc)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	err = l.Quarantine(ctx, func(q ledger.Quarantined) error {
+	err = each(func(row []any) error {
 		n++
-		return rw.Write([]any{q.Input, q.Source.File, q.Source.Line, q.Source.Row, string(q.Reason), q.Detail, q.Excerpt})
+		return rw.Write(row)
 	})
 	if err != nil {
 		rw.Abort()

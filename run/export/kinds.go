@@ -86,7 +86,7 @@ func (o Options) Check(what string) error {
 	}
 	po := o.Preferences
 	if po.Dimension != "" && !slices.Contains(Dimensions(), po.Dimension) {
-		return fmt.Errorf("dimension %q: want %s", po.Dimension, strings.Join(Dimensions(), ", "))
+		return fmt.Errorf("--dimension %q: want %s", po.Dimension, strings.Join(Dimensions(), ", "))
 	}
 	switch po.Pairs {
 	case "", PairsAll:
@@ -236,7 +236,7 @@ func Write(ctx context.Context, l *ledger.Ledger, what string, f Format, path st
 	case KindConversations:
 		st.Rows, err = Conversations(ctx, l, f, path)
 	case KindCurated:
-		st, err = curated(ctx, l, f, path, opts.Curated)
+		st, err = exportCurated(ctx, l, f, path, opts.Curated)
 	case KindAnnotations:
 		st.Rows, err = Annotations(ctx, l, f, path)
 	case KindQuarantine:

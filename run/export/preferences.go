@@ -14,6 +14,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/respond"
 )
 
@@ -124,48 +125,33 @@ func Preferences(ctx context.Context, l *ledger.Ledger, f Format, path string, o
 	return st.Rows, err
 }
 
-func preferences(ctx context.Context, l *ledger.Ledger, f Format, path string, opts PreferenceOptions) (st Stats, err error) {
-	rw, err := newRowWriter(f, path, PreferencesSchema())
-	if err != nil {
-		return st, err
-	}
-	seen, err := ledger.NewDigestSet(ctx)
-	if err != nil {
-		rw.Abort()
-		return st, err
-	}
-	defer func() { err = errors.Join(err, seen.Close()) }()
-	var skipped skips
-	err = eachPreference(ctx, l, opts, &skipped, func(p preference) error {
-		chosen := []conv.Message{{Role: conv.Assistant, Content: p.chosen}}
-		rejected := []conv.Message{{Role: conv.Assistant, Content: p.rejected}}
-		d := newRowDigest()
-		d.messages(p.prompt)
-		d.messages(chosen)
-		d.messages(rejected)
-		if fresh, err := seen.Add(ctx, d.sum()); err != nil || !fresh {
-			if err == nil {
-				skipped.add(SkippedDuplicate)
+func preferences(ctx context.Context, l *ledger.Ledger, f Format, path string, opts PreferenceOptions) (Stats, error) {
+	return writeOnce(ctx, f, path, PreferencesSchema(), func(rw *rowWriter, seen *ledger.DigestSet, st *Stats, skipped *skips) error {
+		return eachPreference(ctx, l, opts, skipped, func(p preference) error {
+			chosen := []conv.Message{{Role: conv.Assistant, Content: p.chosen}}
+			rejected := []conv.Message{{Role: conv.Assistant, Content: p.rejected}}
+			d := newRowDigest()
+			d.messages(p.prompt)
+			d.messages(chosen)
+			d.messages(rejected)
+			if fresh, err := seen.Add(ctx, d.sum()); err != nil || !fresh {
+				if err == nil {
+					skipped.add(SkippedDuplicate)
+				}
+				return err
 			}
-			return err
-		}
-		st.Rows++
-		var conf any
-		if p.ob.Confidence != nil {
-			conf = *p.ob.Confidence
-		}
-		return rw.Write([]any{
-			p.prompt, chosen, rejected,
-			p.ob.ConvID, int64(p.ob.Turn), int64(p.ob.Sample), p.ob.Variant, p.ob.Dimension,
-			p.winner, p.loser, p.promptStrategy, p.samePrompt, p.ob.Order, p.agree, p.ob.Model, p.ob.Justification, conf,
+			st.Rows++
+			var conf any
+			if p.ob.Confidence != nil {
+				conf = *p.ob.Confidence
+			}
+			return rw.Write([]any{
+				p.prompt, chosen, rejected,
+				p.ob.ConvID, int64(p.ob.Turn), int64(p.ob.Sample), p.ob.Variant, p.ob.Dimension,
+				p.winner, p.loser, p.promptStrategy, p.samePrompt, p.ob.Order, p.agree, p.ob.Model, p.ob.Justification, conf,
+			})
 		})
 	})
-	st.Skipped = skipped
-	if err != nil {
-		rw.Abort()
-		return st, err
-	}
-	return st, rw.Close()
 }
 
 // Winners writes the winning answers of decisive verdicts as SFT rows, each
@@ -176,17 +162,71 @@ func Winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts 
 	return st.Rows, err
 }
 
-func winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts PreferenceOptions) (st Stats, err error) {
+func winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts PreferenceOptions) (Stats, error) {
 	type key struct {
 		conv           string
 		turn, sample   int
 		variant, dimen string
 	}
-	// Rows of one turn are gathered first so an answer that won twice is
-	// written once, listing both strategies it beat.
-	var pending []preference
-	beat := map[key][]string{}
-	rw, err := newRowWriter(f, path, WinnersSchema())
+	return writeOnce(ctx, f, path, WinnersSchema(), func(rw *rowWriter, seen *ledger.DigestSet, st *Stats, skipped *skips) error {
+		// Rows of one turn are gathered first so an answer that won twice is
+		// written once, listing both strategies it beat.
+		var pending []preference
+		beat := map[key][]string{}
+		flush := func() error {
+			for _, p := range pending {
+				k := key{p.ob.ConvID, p.ob.Turn, p.ob.Sample, p.winner, p.ob.Dimension}
+				bs, ok := beat[k]
+				if !ok {
+					continue // written already
+				}
+				delete(beat, k)
+				msgs := append(append([]conv.Message(nil), p.prompt...), conv.Message{Role: conv.Assistant, Content: p.chosen})
+				d := newRowDigest()
+				d.messages(msgs)
+				fresh, err := seen.Add(ctx, d.sum())
+				if err != nil {
+					return err
+				}
+				if !fresh {
+					skipped.add(SkippedDuplicate)
+					continue
+				}
+				st.Rows++
+				if err := rw.Write([]any{msgs, p.ob.ConvID, int64(p.ob.Turn), int64(p.ob.Sample), p.winner, p.promptStrategy, p.ob.Dimension, bs}); err != nil {
+					return err
+				}
+			}
+			pending = pending[:0]
+			return nil
+		}
+		var cur string
+		var curTurn int
+		err := eachPreference(ctx, l, opts, skipped, func(p preference) error {
+			if p.ob.ConvID != cur || p.ob.Turn != curTurn {
+				if err := flush(); err != nil {
+					return err
+				}
+				cur, curTurn = p.ob.ConvID, p.ob.Turn
+			}
+			k := key{p.ob.ConvID, p.ob.Turn, p.ob.Sample, p.winner, p.ob.Dimension}
+			beat[k] = append(beat[k], p.loser)
+			pending = append(pending, p)
+			return nil
+		})
+		if err == nil {
+			err = flush()
+		}
+		return err
+	})
+}
+
+// writeOnce writes an export whose rows are each written once: it opens
+// the writer on path and a digest set for fill to check rows against, and
+// closes the writer after fill, or removes the file when anything failed.
+// Preferences and winners differ only in their rows.
+func writeOnce(ctx context.Context, f Format, path string, sc *arrow.Schema, fill func(rw *rowWriter, seen *ledger.DigestSet, st *Stats, skipped *skips) error) (st Stats, err error) {
+	rw, err := newRowWriter(f, path, sc)
 	if err != nil {
 		return st, err
 	}
@@ -197,50 +237,7 @@ func winners(ctx context.Context, l *ledger.Ledger, f Format, path string, opts 
 	}
 	defer func() { err = errors.Join(err, seen.Close()) }()
 	var skipped skips
-	flush := func() error {
-		for _, p := range pending {
-			k := key{p.ob.ConvID, p.ob.Turn, p.ob.Sample, p.winner, p.ob.Dimension}
-			bs, ok := beat[k]
-			if !ok {
-				continue // written already
-			}
-			delete(beat, k)
-			msgs := append(append([]conv.Message(nil), p.prompt...), conv.Message{Role: conv.Assistant, Content: p.chosen})
-			d := newRowDigest()
-			d.messages(msgs)
-			fresh, err := seen.Add(ctx, d.sum())
-			if err != nil {
-				return err
-			}
-			if !fresh {
-				skipped.add(SkippedDuplicate)
-				continue
-			}
-			st.Rows++
-			if err := rw.Write([]any{msgs, p.ob.ConvID, int64(p.ob.Turn), int64(p.ob.Sample), p.winner, p.promptStrategy, p.ob.Dimension, bs}); err != nil {
-				return err
-			}
-		}
-		pending = pending[:0]
-		return nil
-	}
-	var cur string
-	var curTurn int
-	err = eachPreference(ctx, l, opts, &skipped, func(p preference) error {
-		if p.ob.ConvID != cur || p.ob.Turn != curTurn {
-			if err := flush(); err != nil {
-				return err
-			}
-			cur, curTurn = p.ob.ConvID, p.ob.Turn
-		}
-		k := key{p.ob.ConvID, p.ob.Turn, p.ob.Sample, p.winner, p.ob.Dimension}
-		beat[k] = append(beat[k], p.loser)
-		pending = append(pending, p)
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
+	err = fill(rw, seen, &st, &skipped)
 	st.Skipped = skipped
 	if err != nil {
 		rw.Abort()
@@ -279,7 +276,7 @@ func (t *turnData) context(ctx context.Context, l *ledger.Ledger, c *conv.Conver
 		if u.Variant != strategy || u.Version != ver[strategy] || u.Status != ledger.Done {
 			continue
 		}
-		x, err := curate.DecodeContext(u.Output)
+		x, err := curated.DecodeContext(u.Output)
 		if err != nil {
 			return nil, fmt.Errorf("decoding unit %s: %w", u.Key, err)
 		}

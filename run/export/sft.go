@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
-	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // TrainOn says which assistant messages of an SFT row are trained on
@@ -50,11 +50,11 @@ const (
 )
 
 // partOrigin names where one part of a curated context comes from.
-func partOrigin(p curate.Part) string {
+func partOrigin(p curated.Part) string {
 	switch {
-	case p.Ref == curate.RefSystem:
+	case p.Ref == curated.RefSystem:
 		return OriginSystem
-	case p.Ref == curate.RefText:
+	case p.Ref == curated.RefText:
 		return OriginInserted
 	case p.Fill > 0:
 		return OriginFiller + ":" + strconv.Itoa(p.Ref)
@@ -68,7 +68,7 @@ func partOrigin(p curate.Part) string {
 // joined to it. This is decided from the context's structure, never from
 // the text, so a placeholder that happens to read like a reply, or a reply
 // that reads like a placeholder, is still told apart.
-func isDatasetReply(c *conv.Conversation, group []curate.Part) bool {
+func isDatasetReply(c *conv.Conversation, group []curated.Part) bool {
 	if len(group) != 1 {
 		return false
 	}
@@ -84,8 +84,8 @@ func isDatasetReply(c *conv.Conversation, group []curate.Part) bool {
 // kept unchanged; 0 on every other, which is text a strategy put in the
 // reply's place. origins says, per message, where it came from (see the
 // Origin constants), the target included. x must fit c (contexts read back
-// from a run are checked first: see curate.Context.MaterializeChecked).
-func SFTRow(c *conv.Conversation, x curate.Context, target int, on TrainOn) (msgs []SFTMessage, origins []string, err error) {
+// from a run are checked first: see curated.Context.MaterializeChecked).
+func SFTRow(c *conv.Conversation, x curated.Context, target int, on TrainOn) (msgs []SFTMessage, origins []string, err error) {
 	if target < 0 || target >= len(c.Messages) || c.Messages[target].Role != conv.Assistant {
 		return nil, nil, fmt.Errorf("target %d is not an assistant message of conversation %q", target, c.ID)
 	}

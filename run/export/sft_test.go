@@ -155,7 +155,7 @@ func TestSFTWeights(t *testing.T) {
 			zeros := 0
 			for ci, c := range convs {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				xs, err := s.Contexts(ctx, c, curate.DefaultFrom, curate.NewTokenCache(c, counter))
+				xs, err := s.Contexts(ctx, c, curate.DefaultFrom, curate.NewWorkspace(c, counter))
 				cancel()
 				if err != nil {
 					t.Fatal(err)

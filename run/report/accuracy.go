@@ -13,6 +13,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/lic/grade"
 	"github.com/ac3/ac3/stages/lic/replay"
 	"github.com/ac3/ac3/stages/lic/simulate"
@@ -430,7 +431,7 @@ func foldLeak(ctx context.Context, src Source, plans map[string][]ledger.Variant
 		if !ok || u.Status != ledger.Done {
 			return nil
 		}
-		x, err := curate.DecodeContext(u.Output)
+		x, err := curated.DecodeContext(u.Output)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ac3/ac3/run/report"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // Turns curated by an ac3 that recorded only what each pass paid cannot be
@@ -16,13 +17,13 @@ import (
 func TestAnalysisCostOfOlderRecordsIsNotShownAsACost(t *testing.T) {
 	f := fixedRun(t)
 	for i, u := range f.units[curate.StageName] {
-		x, err := curate.DecodeContext(u.Output)
+		x, err := curated.DecodeContext(u.Output)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if x.Info.Analyzed && u.ConvSeq == 1 {
 			x.Info.AnalysisUsage.ListUSD, x.Info.AnalysisUsage.Listed = 0, 0
-			b, err := curate.EncodeContext(x)
+			b, err := curated.EncodeContext(x)
 			if err != nil {
 				t.Fatal(err)
 			}

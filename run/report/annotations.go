@@ -178,42 +178,33 @@ func (a *annotationFold) watch(p *progressLog) {
 // page reads the annotation units of one page and records the turn type of
 // every classified turn of it in types.
 func (a *annotationFold) page(ctx context.Context, src Source, after, upto int64, types map[pageTurn]string, progress *progressLog) error {
-	if a.clsOK {
-		err := src.Units(ctx, classify.StageName, []ledger.Variant{a.clsV}, after, upto, func(u ledger.Unit) error {
-			progress.add(classify.StageName, u)
-			a.cls.Add(u)
-			if u.Status == ledger.Done {
-				if l, err := classify.Decode(u.Output); err == nil {
-					types[pageTurn{u.ConvSeq, u.Turn}] = l.Type
-				}
+	// read hands the page's units of one stage's variant to the progress
+	// log and to add; each annotation stage is read alike.
+	read := func(ok bool, stage string, v ledger.Variant, add func(ledger.Unit)) error {
+		if !ok {
+			return nil
+		}
+		return src.Units(ctx, stage, []ledger.Variant{v}, after, upto, func(u ledger.Unit) error {
+			progress.add(stage, u)
+			add(u)
+			return nil
+		})
+	}
+	err := read(a.clsOK, classify.StageName, a.clsV, func(u ledger.Unit) {
+		a.cls.Add(u)
+		if u.Status == ledger.Done {
+			if l, err := classify.Decode(u.Output); err == nil {
+				types[pageTurn{u.ConvSeq, u.Turn}] = l.Type
 			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
+	})
+	if err != nil {
+		return err
 	}
-	if a.polOK {
-		err := src.Units(ctx, pollution.StageName, []ledger.Variant{a.polV}, after, upto, func(u ledger.Unit) error {
-			progress.add(pollution.StageName, u)
-			a.pol.Add(u)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+	if err := read(a.polOK, pollution.StageName, a.polV, a.pol.Add); err != nil {
+		return err
 	}
-	if a.conOK {
-		err := src.Units(ctx, constraints.StageName, []ledger.Variant{a.conV}, after, upto, func(u ledger.Unit) error {
-			progress.add(constraints.StageName, u)
-			a.con.Add(u)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return read(a.conOK, constraints.StageName, a.conV, a.con.Add)
 }
 
 // annotations summarizes the stages that ran; nil when none did.

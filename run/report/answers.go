@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/respond"
 )
 
@@ -46,7 +46,7 @@ func (p *pageAnswers) reset() {
 
 // contextHash identifies a curated context by its parts: two strategies
 // whose parts are equal send the same messages.
-func contextHash(parts []curate.Part) uint64 {
+func contextHash(parts []curated.Part) uint64 {
 	h := fnv.New64a()
 	var buf []byte
 	for _, pt := range parts {
@@ -65,7 +65,7 @@ func contextHash(parts []curate.Part) uint64 {
 	return h.Sum64()
 }
 
-func (p *pageAnswers) addContext(seq int64, turn int, variant string, parts []curate.Part) {
+func (p *pageAnswers) addContext(seq int64, turn int, variant string, parts []curated.Part) {
 	p.contexts[variantTurn{seq, turn, variant}] = contextHash(parts)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/run/report"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/respond"
 )
 
@@ -87,11 +88,11 @@ func benchRun(b *testing.B, dir string, n int) string {
 			})
 			for _, s := range []string{"fc", "ao", "gated-reset"} {
 				task(curate.StageName, s, func(turn int) []byte {
-					ctx := curate.Context{Strategy: s, Turn: turn, Tokens: 100 + r.IntN(3000), Parts: []curate.Part{curate.MessagePart(0)}}
+					ctx := curated.Context{Strategy: s, Turn: turn, Tokens: 100 + r.IntN(3000), Parts: []curated.Part{curated.MessagePart(0)}}
 					if s == "gated-reset" {
-						ctx.Info = curate.Info{Operator: curate.OpGatedReset, Action: curate.ActionPass, Analyzed: true, GateOpen: r.IntN(3) == 0}
+						ctx.Info = curated.Info{Operator: curated.OpGatedReset, Action: curated.ActionPass, Analyzed: true, GateOpen: r.IntN(3) == 0}
 					}
-					out, err := curate.EncodeContext(ctx)
+					out, err := curated.EncodeContext(ctx)
 					if err != nil {
 						b.Fatal(err)
 					}

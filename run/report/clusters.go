@@ -79,7 +79,7 @@ func (t *convTable) position(seq int64) (int, bool) {
 	return slices.BinarySearch(t.seqs, seq)
 }
 
-// tally folds the verdicts of one summary (a pair and dimension, overall,
+// verdictTally folds the verdicts of one summary (a pair and dimension, overall,
 // one turn type or one round): outcome counts and, per conversation with a
 // valid verdict, the two numbers the bootstrap needs. Verdicts arrive in
 // seq order (units are read by page and within a page by seq), so each
@@ -88,7 +88,7 @@ func (t *convTable) position(seq int64) (int, bool) {
 // (seq minus the previous record's seq, n, twice the score). A record
 // takes 3 or 4 bytes where a struct would take 12; at a million
 // conversations that is what keeps per-round breakdowns affordable.
-type tally struct {
+type verdictTally struct {
 	counts stats.Counts
 	enc    []byte
 	recs   int   // records in enc
@@ -99,7 +99,7 @@ type tally struct {
 	err    error // verdicts out of seq order
 }
 
-func (t *tally) add(seq int64, o stats.Outcome) {
+func (t *verdictTally) add(seq int64, o stats.Outcome) {
 	t.counts.Add(o)
 	if !o.Valid() {
 		return
@@ -114,7 +114,7 @@ func (t *tally) add(seq int64, o stats.Outcome) {
 	t.cur.Add(o)
 }
 
-func (t *tally) flush() {
+func (t *verdictTally) flush() {
 	if !t.open {
 		return
 	}
@@ -128,7 +128,7 @@ func (t *tally) flush() {
 // summary puts the records into conversation-id order and summarizes them,
 // which gives what stats.Summarize gives for the same verdicts. It holds
 // 12 bytes per record of this one summary while it runs.
-func (t *tally) summary(convs *convTable, ranks []uint32, so stats.Options) (stats.Summary, error) {
+func (t *verdictTally) summary(convs *convTable, ranks []uint32, so stats.Options) (stats.Summary, error) {
 	if t.err != nil {
 		return stats.Summary{}, t.err
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
+	"github.com/ac3/ac3/stages/curate/tally"
 )
 
 // TokenRow is one curate strategy's context size.
@@ -89,7 +91,7 @@ type ResetBin struct {
 // analysis of a turn is shared by every AC3 operator of the run and each
 // records it, so compare rows, never add them up.
 //
-// Every number depends on the curated turns alone (curate.CostStats): the
+// Every number depends on the curated turns alone (tally.CostStats): the
 // dollars price the answers the turns used at the configured price, so
 // they are the same after any number of interruptions and in batch mode.
 // What each pass paid, and how many answers came from the run's cache, is
@@ -134,24 +136,24 @@ type curationFold struct {
 
 	total  map[string]*tokAcc
 	rounds map[string]map[int]*tokAcc
-	vsFC   *curate.TokenTally
+	vsFC   *tally.TokenTally
 	// roundVsFC is TokensVsFC per round; gateRound the gate rates of the
 	// analyzed turns per round.
-	roundVsFC     map[int]*curate.TokenTally
-	gates         *curate.GateTally
-	gatesAnalyzed *curate.GateTally
-	gateRound     map[int]*curate.GateTally
-	resets        *curate.ResetTally
-	costs         *curate.CostTally
+	roundVsFC     map[int]*tally.TokenTally
+	gates         *tally.GateTally
+	gatesAnalyzed *tally.GateTally
+	gateRound     map[int]*tally.GateTally
+	resets        *tally.ResetTally
+	costs         *tally.CostTally
 }
 
 func newCurationFold(plans map[string][]ledger.Variant) *curationFold {
 	c := &curationFold{
 		variants: plans[curate.StageName], fcTok: map[pageTurn]int{},
 		total: map[string]*tokAcc{}, rounds: map[string]map[int]*tokAcc{},
-		vsFC: curate.NewTokenTally(), roundVsFC: map[int]*curate.TokenTally{},
-		gates: curate.NewGateTally(), gatesAnalyzed: curate.NewGateTally(), gateRound: map[int]*curate.GateTally{},
-		resets: curate.NewResetTally(), costs: curate.NewCostTally(),
+		vsFC: tally.NewTokenTally(), roundVsFC: map[int]*tally.TokenTally{},
+		gates: tally.NewGateTally(), gatesAnalyzed: tally.NewGateTally(), gateRound: map[int]*tally.GateTally{},
+		resets: tally.NewResetTally(), costs: tally.NewCostTally(),
 	}
 	for i, v := range c.variants {
 		if v.Name == "fc" {
@@ -181,7 +183,7 @@ func (c *curationFold) page(ctx context.Context, src Source, after, upto int64, 
 			if u.Status != ledger.Done {
 				return nil
 			}
-			ctxt, err := curate.DecodeContext(u.Output)
+			ctxt, err := curated.DecodeContext(u.Output)
 			if err != nil {
 				return fmt.Errorf("reading curate unit %s: %w", u.Key, err)
 			}
@@ -194,7 +196,7 @@ func (c *curationFold) page(ctx context.Context, src Source, after, upto int64, 
 			if isFC {
 				c.fcTok[at] = ctxt.Tokens
 			}
-			c.add(curate.ReportRow{ConvID: u.ConvID, Turn: u.Turn, Context: ctxt, TurnType: types[at]}, c.fcTok[at])
+			c.add(tally.Row{ConvID: u.ConvID, Turn: u.Turn, Context: ctxt, TurnType: types[at]}, c.fcTok[at])
 			return nil
 		})
 		if err != nil {
@@ -204,7 +206,7 @@ func (c *curationFold) page(ctx context.Context, src Source, after, upto int64, 
 	return nil
 }
 
-func (c *curationFold) add(row curate.ReportRow, fcTokens int) {
+func (c *curationFold) add(row tally.Row, fcTokens int) {
 	s, k := row.Context.Strategy, row.Turn
 	if c.total[s] == nil {
 		c.total[s], c.rounds[s] = &tokAcc{}, map[int]*tokAcc{}
@@ -219,7 +221,7 @@ func (c *curationFold) add(row curate.ReportRow, fcTokens int) {
 	c.vsFC.Add(row, fcTokens)
 	rt := c.roundVsFC[k]
 	if rt == nil {
-		rt = curate.NewTokenTally()
+		rt = tally.NewTokenTally()
 		c.roundVsFC[k] = rt
 	}
 	rt.Add(row, fcTokens)
@@ -228,7 +230,7 @@ func (c *curationFold) add(row curate.ReportRow, fcTokens int) {
 		c.gatesAnalyzed.Add(row)
 		g := c.gateRound[k]
 		if g == nil {
-			g = curate.NewGateTally()
+			g = tally.NewGateTally()
 			c.gateRound[k] = g
 		}
 		g.Add(row)
@@ -267,8 +269,8 @@ func (c *curationFold) fill(r *Report, level float64) {
 	}
 }
 
-func byStrategy(ts []curate.TokenStats) map[string]curate.TokenStats {
-	m := map[string]curate.TokenStats{}
+func byStrategy(ts []tally.TokenStats) map[string]tally.TokenStats {
+	m := map[string]tally.TokenStats{}
 	for _, s := range ts {
 		m[s.Strategy] = s
 	}
@@ -277,7 +279,7 @@ func byStrategy(ts []curate.TokenStats) map[string]curate.TokenStats {
 
 func (c *curationFold) fillTokens(r *Report) {
 	overall := byStrategy(c.vsFC.Stats())
-	roundVs := map[int]map[string]curate.TokenStats{}
+	roundVs := map[int]map[string]tally.TokenStats{}
 	for k, t := range c.roundVsFC {
 		roundVs[k] = byStrategy(t.Stats())
 	}
@@ -303,7 +305,7 @@ func (c *curationFold) fillTokens(r *Report) {
 	}
 }
 
-func rate(c curate.GateCount, level float64) Rate {
+func rate(c tally.GateCount, level float64) Rate {
 	out := Rate{Turns: c.Turns, Open: c.Open, Rate: ratio(int64(c.Open), c.Turns)}
 	out.Wilson = interval(stats.Wilson(float64(c.Open), c.Turns, level))
 	return out
@@ -312,17 +314,17 @@ func rate(c curate.GateCount, level float64) Rate {
 // fillGates reports the gate-open rates overall, then again over the
 // analyzed turns alone, whole and per round, for the breakdowns.
 func (c *curationFold) fillGates(r *Report, level float64) {
-	typed := map[string]curate.GateRate{}
+	typed := map[string]tally.GateRate{}
 	var keys []string
 	if an := c.gatesAnalyzed.Rates(); len(an) > 0 {
-		keys = curate.TurnTypeKeys(an)
+		keys = tally.TurnTypeKeys(an)
 		for _, g := range an {
 			typed[g.Strategy] = g
 		}
 	}
-	rounds := map[int]map[string]curate.GateRate{}
+	rounds := map[int]map[string]tally.GateRate{}
 	for k, t := range c.gateRound {
-		rounds[k] = map[string]curate.GateRate{}
+		rounds[k] = map[string]tally.GateRate{}
 		for _, g := range t.Rates() {
 			rounds[k][g.Strategy] = g
 		}

@@ -21,7 +21,7 @@ const pageSize = 512
 // is bounded by the number of stages, variants, dimensions, turn types and
 // rounds, with one exception: the conversation bootstrap needs each
 // conversation's counts, so the judge pairs keep a record of 3–4 bytes per
-// conversation and summary (see tally) and the report the ids of the
+// conversation and summary (see verdictTally) and the report the ids of the
 // conversations with a verdict (see convTable).
 type fold struct {
 	so        stats.Options
@@ -137,6 +137,22 @@ func (f *fold) fill(r *Report) error {
 	return nil
 }
 
+// doneOutput counts u in done or failed and decodes the output of a done
+// unit; ok is false for a failed one or an output that does not decode
+// (err says which unit, what naming its stage). The respond and judge
+// folds start on every unit this way.
+func doneOutput[T any](u ledger.Unit, done, failed *int, what string, decode func([]byte) (T, error)) (o T, ok bool, err error) {
+	if u.Status != ledger.Done {
+		*failed++
+		return o, false, nil
+	}
+	*done++
+	if o, err = decode(u.Output); err != nil {
+		return o, false, fmt.Errorf("reading %s unit %s: %w", what, u.Key, err)
+	}
+	return o, true, nil
+}
+
 // respondFold folds the units of one respond variant.
 type respondFold struct {
 	v                 ledger.Variant
@@ -146,14 +162,9 @@ type respondFold struct {
 }
 
 func (rf *respondFold) add(u ledger.Unit, answers *pageAnswers) error {
-	if u.Status != ledger.Done {
-		rf.row.UnitsFailed++
-		return nil
-	}
-	rf.row.UnitsDone++
-	o, err := respond.Decode(u.Output)
-	if err != nil {
-		return fmt.Errorf("reading respond unit %s: %w", u.Key, err)
+	o, ok, err := doneOutput(u, &rf.row.UnitsDone, &rf.row.UnitsFailed, "respond", respond.Decode)
+	if !ok {
+		return err
 	}
 	answers.addAnswers(u.ConvSeq, u.Turn, rf.v.Name, o)
 	rf.models.add(o.Model)

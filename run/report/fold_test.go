@@ -15,6 +15,7 @@ import (
 	"github.com/ac3/ac3/run/report"
 	"github.com/ac3/ac3/stages/classify"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // randomRun builds a run of convs conversations from a fixed PCG: turn
@@ -33,12 +34,12 @@ func randomRun(t testing.TB, seed uint64, convs int) *fakeRun {
 				f.add("classify", "llm", seq, turn, ledger.Done, map[string]any{"type": []string{"new_ask", "feedback", "no_feedback"}[r.IntN(3)], "refs": []string{}, "annotator": "llm:m"}, 0)
 			}
 			fcTok := 50 + r.IntN(2000)
-			for _, c := range []curate.Context{
+			for _, c := range []curated.Context{
 				{Strategy: "fc", Turn: turn, Tokens: fcTok},
 				{Strategy: "ao", Turn: turn, Tokens: r.IntN(fcTok + 1)},
-				{Strategy: "gated-reset", Turn: turn, Tokens: r.IntN(fcTok + 1), Info: curate.Info{Operator: curate.OpGatedReset, Action: "pass", Analyzed: r.IntN(2) == 0, GateOpen: r.IntN(3) == 0, Resets: r.IntN(3)}},
+				{Strategy: "gated-reset", Turn: turn, Tokens: r.IntN(fcTok + 1), Info: curated.Info{Operator: curated.OpGatedReset, Action: "pass", Analyzed: r.IntN(2) == 0, GateOpen: r.IntN(3) == 0, Resets: r.IntN(3)}},
 			} {
-				b, err := curate.EncodeContext(c)
+				b, err := curated.EncodeContext(c)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/ac3/ac3/run/report"
 	"github.com/ac3/ac3/stages/classify"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/pollution"
 	"github.com/ac3/ac3/stages/respond"
 )
@@ -145,18 +146,18 @@ func armRun(t *testing.T) *fakeRun {
 		f.add(judge.StageName, "gated-reset:fc/user_only", seq, turn, ledger.Done, judge.Output{Pair: "gated-reset:fc/user_only", A: "gated-reset", B: "fc", Context: "user_only", Order: "random",
 			Comparisons: []judge.Comparison{cmp("A", false)}}, 0)
 		for _, s := range []string{"fc", "ao", "gated-reset"} {
-			parts := map[string][]curate.Part{
-				"fc": {curate.MessagePart(0), curate.MessagePart(1), curate.MessagePart(2)},
-				"ao": {curate.MessagePart(0), curate.MessagePart(2)},
+			parts := map[string][]curated.Part{
+				"fc": {curated.MessagePart(0), curated.MessagePart(1), curated.MessagePart(2)},
+				"ao": {curated.MessagePart(0), curated.MessagePart(2)},
 			}
 			p := parts[s]
 			if s == "gated-reset" {
-				p = []curate.Part{curate.TextPart("user", "reset"), curate.MessagePart(2)}
+				p = []curated.Part{curated.TextPart("user", "reset"), curated.MessagePart(2)}
 				if sameCtx {
 					p = parts["ao"]
 				}
 			}
-			b, err := curate.EncodeContext(curate.Context{Strategy: s, Turn: turn, Parts: p, Tokens: 10})
+			b, err := curated.EncodeContext(curated.Context{Strategy: s, Turn: turn, Parts: p, Tokens: 10})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/ledger"
-	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/memory"
+	"github.com/ac3/ac3/stages/curate/policy"
 )
 
 // metaSource is a Source that also keeps run settings (*ledger.Ledger
@@ -66,14 +67,14 @@ func learned(ctx context.Context, src Source) (*MemorySplit, *AdaptivePolicy, er
 		return nil, nil, nil
 	}
 	var split *MemorySplit
-	s, ok, err := curate.LoadMemorySplit(ctx, ms)
+	s, ok, err := memory.LoadSplit(ctx, ms)
 	if err != nil {
 		return nil, nil, err
 	}
 	if ok {
 		split = &MemorySplit{Cheatsheet: s.Hash, Conversations: s.Conversations, LastSeq: s.LastSeq, Excluded: s.Excluded}
 	}
-	p, err := curate.LoadPolicy(ctx, ms)
+	p, err := policy.Load(ctx, ms)
 	if err != nil || p == nil || p.Fit == nil {
 		return split, nil, err
 	}

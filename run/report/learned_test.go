@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/ac3/ac3/run/report"
-	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/memory"
+	"github.com/ac3/ac3/stages/curate/policy"
 )
 
 // metaRun is fixedRun with run settings.
@@ -30,13 +31,13 @@ func TestReportLeavesTheLearningSplitOutAndShowsThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	split, _ := json.Marshal(curate.MemorySplit{Conversations: 2, LastSeq: 2, Hash: "abc123", Excluded: true})
-	pol := curate.Policy{Features: curate.PolicyFeatures(), Weights: make([]float64, 10), Mean: make([]float64, 9), Scale: make([]float64, 9), N: 40,
-		FCWinRate: 0.45, TrainAccuracy: 0.8, Fit: &curate.PolicyFit{Method: "l1-logistic", Ties: "losses", Classes: "balanced", Metric: "f1", Folds: 5, FoldsBy: "conversation",
+	split, _ := json.Marshal(memory.Split{Conversations: 2, LastSeq: 2, Hash: "abc123", Excluded: true})
+	pol := policy.Policy{Features: policy.FeatureNames(), Weights: make([]float64, 10), Mean: make([]float64, 9), Scale: make([]float64, 9), N: 40,
+		FCWinRate: 0.45, TrainAccuracy: 0.8, Fit: &policy.FitReport{Method: "l1-logistic", Ties: "losses", Classes: "balanced", Metric: "f1", Folds: 5, FoldsBy: "conversation",
 			Lambda: 0.0123, C: 2.03, NonZero: 3, Wins: 18, Losses: 20, TiesN: 2, Majority: 0.55, Tau: 0.47, TauAccuracy: 0.7}}
 	pol.Fit.HeldOut.Accuracy, pol.Fit.HeldOut.SD, pol.Fit.HeldOut.F1 = 0.7, 0.05, 0.66
 	pb, _ := json.Marshal(pol)
-	src := metaRun{fixedRun(t), map[string]string{curate.MetaMemorySplit: string(split), curate.MetaPolicy: string(pb)}}
+	src := metaRun{fixedRun(t), map[string]string{memory.MetaSplit: string(split), policy.MetaKey: string(pb)}}
 	r, err := report.Build(ctx, src, report.Options{Seed: 1, Resamples: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -73,8 +74,8 @@ func TestReportLeavesTheLearningSplitOutAndShowsThePolicy(t *testing.T) {
 	}
 
 	// Forced in: every conversation counts, and the note says it flatters.
-	split, _ = json.Marshal(curate.MemorySplit{Conversations: 2, LastSeq: 2, Hash: "abc123"})
-	src.meta[curate.MetaMemorySplit] = string(split)
+	split, _ = json.Marshal(memory.Split{Conversations: 2, LastSeq: 2, Hash: "abc123"})
+	src.meta[memory.MetaSplit] = string(split)
 	if r, err = report.Build(ctx, src, report.Options{Seed: 1, Resamples: 200}); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ type pairFold struct {
 func newPairFold(v ledger.Variant) *pairFold {
 	p := &pairFold{v: v, pr: PairReport{Pair: v.Name}}
 	for _, d := range judge.Dimensions() {
-		p.dims = append(p.dims, &dimFold{name: d, byType: map[string]*tally{}, byRound: map[int]*tally{}})
+		p.dims = append(p.dims, &dimFold{name: d, byType: map[string]*verdictTally{}, byRound: map[int]*verdictTally{}})
 	}
 	return p
 }
@@ -47,9 +47,9 @@ func newPairFold(v ledger.Variant) *pairFold {
 // dimFold folds one pair's observations on one dimension.
 type dimFold struct {
 	name    string
-	overall tally
-	byType  map[string]*tally
-	byRound map[int]*tally
+	overall verdictTally
+	byType  map[string]*verdictTally
+	byRound map[int]*verdictTally
 	// single counts single-order verdicts with a known position; split
 	// the two single-order verdicts of each both-orders pair, which stand
 	// in for single once any observation was judged in both orders.
@@ -72,14 +72,9 @@ type pageJoin struct {
 // add folds one stored judge unit. types gives the turn types of the
 // unit's page; convs keeps the ids of conversations with verdicts.
 func (p *pairFold) add(u ledger.Unit, pj pageJoin, convs *convTable, info *judgeInfo) error {
-	if u.Status != ledger.Done {
-		p.pr.UnitsFailed++
-		return nil
-	}
-	p.pr.UnitsDone++
-	o, err := judge.Decode(u.Output)
-	if err != nil {
-		return fmt.Errorf("reading judge unit %s: %w", u.Key, err)
+	o, ok, err := doneOutput(u, &p.pr.UnitsDone, &p.pr.UnitsFailed, "judge", judge.Decode)
+	if !ok {
+		return err
 	}
 	p.pr.A, p.pr.B, p.pr.Context, p.pr.Order = o.A, o.B, o.Context, o.Order
 	info.prompts.add(o.Prompt)
@@ -148,13 +143,13 @@ func (d *dimFold) add(ob judge.Observation, tt string, seq int64) {
 	d.overall.add(seq, v.Outcome)
 	t := d.byType[tt]
 	if t == nil {
-		t = &tally{}
+		t = &verdictTally{}
 		d.byType[tt] = t
 	}
 	t.add(seq, v.Outcome)
 	r := d.byRound[v.Turn]
 	if r == nil {
-		r = &tally{}
+		r = &verdictTally{}
 		d.byRound[v.Turn] = r
 	}
 	r.add(seq, v.Outcome)
@@ -188,7 +183,7 @@ func (p *pairFold) report(convs *convTable, ranks []uint32, so stats.Options) (P
 }
 
 func (d *dimFold) report(convs *convTable, ranks []uint32, so stats.Options) (DimReport, error) {
-	sum := func(t *tally) (Summary, error) {
+	sum := func(t *verdictTally) (Summary, error) {
 		s, err := t.summary(convs, ranks, so)
 		// The records are not needed again: let the next summary reuse
 		// their memory.

@@ -19,6 +19,7 @@ import (
 	"github.com/ac3/ac3/run/report"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/respond"
 )
 
@@ -112,8 +113,8 @@ func fixedRun(t *testing.T) *fakeRun {
 	for seq := int64(1); seq <= 4; seq++ {
 		for turn := 2; turn <= 3; turn++ {
 			k++
-			fc := curate.Context{Strategy: "fc", Turn: turn, Parts: []curate.Part{curate.MessagePart(0), curate.MessagePart(1), curate.MessagePart(2)}, Tokens: 100 * turn, Messages: 3}
-			ao := curate.Context{Strategy: "ao", Turn: turn, Parts: []curate.Part{curate.MessagePart(0), curate.MessagePart(2)}, Tokens: 40 * turn, Messages: 2}
+			fc := curated.Context{Strategy: "fc", Turn: turn, Parts: []curated.Part{curated.MessagePart(0), curated.MessagePart(1), curated.MessagePart(2)}, Tokens: 100 * turn, Messages: 3}
+			ao := curated.Context{Strategy: "ao", Turn: turn, Parts: []curated.Part{curated.MessagePart(0), curated.MessagePart(2)}, Tokens: 40 * turn, Messages: 2}
 			// gated-reset: turn 2 is below the floor; at turn 3 the
 			// analysis finds issues (a reset) in odd conversations and
 			// none in even ones; conversation 4's analysis came from the
@@ -121,21 +122,21 @@ func fixedRun(t *testing.T) *fakeRun {
 			// the same).
 			gr := fc
 			gr.Strategy = "gated-reset"
-			gr.Info = curate.Info{Operator: curate.OpGatedReset, Action: curate.ActionFloor}
+			gr.Info = curated.Info{Operator: curated.OpGatedReset, Action: curated.ActionFloor}
 			if turn == 3 {
-				gr.Info = curate.Info{Operator: curate.OpGatedReset, Action: curate.ActionPass, Analyzed: true,
+				gr.Info = curated.Info{Operator: curated.OpGatedReset, Action: curated.ActionPass, Analyzed: true,
 					Analysis:      analyze.Analysis{Spec: "spec", Aligned: "aligned", Issues: "None"},
 					AnalysisUsage: analyze.Usage{Calls: 2, PromptTokens: 300, CompletionTokens: 80, CostUSD: 0.0011, ListUSD: 0.0011, Listed: 2}}
 				if seq%2 == 1 {
-					gr.Info.Action, gr.Info.GateOpen, gr.Info.Resets, gr.Info.Analysis.Issues = curate.ActionReset, true, 1, "wrong unit"
-					gr.Parts, gr.Tokens, gr.Messages = []curate.Part{curate.TextPart("user", "reset"), curate.MessagePart(2)}, 60, 1
+					gr.Info.Action, gr.Info.GateOpen, gr.Info.Resets, gr.Info.Analysis.Issues = curated.ActionReset, true, 1, "wrong unit"
+					gr.Parts, gr.Tokens, gr.Messages = []curated.Part{curated.TextPart("user", "reset"), curated.MessagePart(2)}, 60, 1
 				}
 				if seq == 4 {
 					gr.Info.AnalysisUsage.Cached, gr.Info.AnalysisUsage.CostUSD = 2, 0
 				}
 			}
-			for _, c := range []curate.Context{fc, ao, gr} {
-				b, err := curate.EncodeContext(c)
+			for _, c := range []curated.Context{fc, ao, gr} {
+				b, err := curated.EncodeContext(c)
 				if err != nil {
 					t.Fatal(err)
 				}

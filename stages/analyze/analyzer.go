@@ -333,10 +333,7 @@ func (a *Analyzer) Specify(ctx context.Context, u conv.UserView, reroll int) (st
 // only behind AblationContagiousExtractor.
 func (a *Analyzer) specifyContagious(ctx context.Context, ct []conv.Message, reroll int) (string, Usage, error) {
 	var use Usage
-	tr := Transcript(ct)
-	tg := parse.NewTagger(tr)
-	ans := a.answer(specForm(), tg)
-	out, err := a.call(ctx, "analyze", a.p.specContagious, transcriptData{tr, ans}, ans, reroll, &use)
+	out, err := a.transcriptCall(ctx, ct, a.p.specContagious, specForm(), reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("extracting the specification (ablation): %w", err)
 	}
@@ -435,14 +432,19 @@ func (a *Analyzer) Depth() int {
 
 func (a *Analyzer) singlePass(ctx context.Context, ct []conv.Message, reroll int) (Analysis, Usage, error) {
 	var use Usage
-	tr := Transcript(ct)
-	tg := parse.NewTagger(tr)
-	ans := a.answer(singlePassForm(), tg)
-	out, err := a.call(ctx, "analyze", a.p.single, transcriptData{tr, ans}, ans, reroll, &use)
+	out, err := a.transcriptCall(ctx, ct, a.p.single, singlePassForm(), reroll, &use)
 	if err != nil {
 		return Analysis{}, use, fmt.Errorf("analyzing in one pass (ablation): %w", err)
 	}
 	return Analysis{Spec: out["spec"], Aligned: out["aligned"], Issues: normalizeIssues(out["issues"]), Ablation: a.opts.Ablation.Label()}, use, nil
+}
+
+// transcriptCall asks tmpl for form about the whole of ct, shown as one
+// transcript: the call of both ablations that let the model read all of C_t.
+func (a *Analyzer) transcriptCall(ctx context.Context, ct []conv.Message, tmpl *prompt.Template, form parse.Sections, reroll int, use *Usage) (map[string]string, error) {
+	tr := Transcript(ct)
+	ans := a.answer(form, parse.NewTagger(tr))
+	return a.call(ctx, "analyze", tmpl, transcriptData{tr, ans}, ans, reroll, use)
 }
 
 // Transcript renders messages for a prompt: each message in a <message>

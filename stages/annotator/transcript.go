@@ -100,10 +100,20 @@ func RenderTranscript(tmpl *prompt.Template, t int, es []Entry, out parse.Output
 	for _, e := range es {
 		parts = append(parts, e.Content)
 	}
-	tg := parse.NewTagger(parts...)
-	d := Transcript{Nonce: tg.Nonce(), Turn: t, Messages: es, Answer: form.Layout(out, tg), JSON: out == parse.JSONSchema}
-	msgs, err := tmpl.RenderAnswer(d, Contract(d.JSON, d.Answer))
-	return msgs, tg, err
+	return render(tmpl, out, form, parts, func(nonce, answer string, json bool) any {
+		return Transcript{Nonce: nonce, Turn: t, Messages: es, Answer: answer, JSON: json}
+	})
+}
+
+// RenderHistory renders a's transcript prompt for round t of c: History
+// with u_t tagged nowTag, then the entries after (the reply pollution
+// reviews), the answer a W in the form AnswerForm[W](stage) lays out.
+func RenderHistory[W any](a *LLM, stage string, c *conv.Conversation, t int, nowTag string, after ...Entry) ([]conv.Message, parse.Tagger, error) {
+	es, err := History(c, t, a.MaxChars, nowTag)
+	if err != nil {
+		return nil, parse.Tagger{}, fmt.Errorf("rendering %s prompt: %w", stage, err)
+	}
+	return RenderTranscript(a.Prompt(), t, append(es, after...), a.Output, AnswerForm[W](stage))
 }
 
 // Clip keeps the head (two thirds) and the tail (one third) of s when it is

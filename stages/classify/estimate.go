@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 // answerTokens is the answer length expected of the model per labelled
@@ -14,19 +16,7 @@ const answerTokens = 160
 // the llm variant, whose prompt is rendered as the run would render it; the
 // heuristic variant calls nothing.
 func (s *Stage) Estimate(_ context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
-	var out []pipeline.Call
-	for _, v := range t.Variants {
-		if v.Name != "llm" || s.llm == nil {
-			continue
-		}
-		core := s.llm.core()
-		for turn := s.from; turn <= t.Conv.UserTurns(); turn++ {
-			msgs, _, err := render(core, t.Conv, turn)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, pipeline.Call{Role: core.Role, Key: pipeline.MessagesKey(msgs), PromptTokens: f.MessagesTokens(msgs), CompletionTokens: answerTokens})
-		}
-	}
-	return out, nil
+	return annotator.Estimate(t, f, s.llm, answerTokens, s.from, t.Conv.UserTurns(), func(turn int) ([]conv.Message, error) {
+		return ask.Messages(s.llm, turnOf{t.Conv, turn})
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"strings"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
@@ -35,15 +34,22 @@ type wire struct {
 	Refs       []string `json:"refs" parse:"required" hint:"[\"1a\"]"`
 }
 
-// render builds the prompt for u_t of c: C_t as a tagged transcript, each
-// message clipped to a.MaxChars. It returns the messages and the tagger whose
-// nonce the answer must carry.
-func render(a *annotator.LLM, c *conv.Conversation, t int) ([]conv.Message, parse.Tagger, error) {
-	es, err := annotator.History(c, t, a.MaxChars, "now")
-	if err != nil {
-		return nil, parse.Tagger{}, fmt.Errorf("rendering classify prompt: %w", err)
-	}
-	return annotator.RenderTranscript(a.Prompt(), t, es, a.Output, annotator.AnswerForm[wire](StageName))
+// turnOf is one input of the classify call: u_t of a conversation.
+type turnOf struct {
+	c *conv.Conversation
+	t int
+}
+
+// ask is the classify call: C_t as a tagged transcript, each message
+// clipped to a.MaxChars, and a Label read from the answer.
+var ask = annotator.Ask[turnOf, wire, Label]{
+	Stage:  StageName,
+	Doing:  "labelling turn",
+	Tokens: answerTokens,
+	Render: func(a *annotator.LLM, in turnOf) ([]conv.Message, parse.Tagger, error) {
+		return annotator.RenderHistory[wire](a, StageName, in.c, in.t, "now")
+	},
+	Check: func(in turnOf) func(wire) (Label, error) { return check(in.t) },
 }
 
 // check validates the model's answer for turn t; the annotator name is set
@@ -57,11 +63,9 @@ func check(t int) func(wire) (Label, error) {
 		if err != nil {
 			return Label{}, err
 		}
-		return Label{Type: w.Type, Confidence: *w.Confidence, Reason: oneLine(w.Reason), Refs: refs}, nil
+		return Label{Type: w.Type, Confidence: *w.Confidence, Reason: annotator.OneLine(w.Reason), Refs: refs}, nil
 	}
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // LLM is the model-backed annotator. Set Client; Role, Retries and MaxChars
 // (the per-message clip) default as annotator.LLM says.
@@ -77,31 +81,21 @@ func (a *LLM) Version() string { return a.core().Version() }
 // Messages returns the rendered prompt for u_t of c (for tests, dry runs and
 // inspection).
 func (a *LLM) Messages(c *conv.Conversation, t int) ([]conv.Message, error) {
-	msgs, _, err := render(a.core(), c, t)
-	return msgs, err
+	return ask.Messages(a.core(), turnOf{c, t})
 }
 
 // Unit labels u_t of c with the model. A malformed answer (after retries) or
 // a rejected request becomes a failed unit holding the raw text; budget,
 // fatal endpoint and context errors are returned.
 func (a *LLM) Unit(ctx context.Context, c *conv.Conversation, t int) (pipeline.Unit, error) {
-	return a.unit(ctx, c, t, 0)
+	return unit(ctx, a.core(), c, t, 0)
 }
 
-// unit is Unit for work `ac3 retry` re-queued retry times.
-func (a *LLM) unit(ctx context.Context, c *conv.Conversation, t, retry int) (pipeline.Unit, error) {
-	core := a.core()
-	msgs, tg, err := render(core, c, t)
-	if err != nil {
-		return pipeline.Unit{}, err
-	}
-	q := annotator.Query{Stage: StageName, Turn: t, Messages: msgs, Tagger: tg, CompletionEstimate: 160, Retry: retry}
-	u, err := annotator.Unit(ctx, core, q, check(t), func(l Label, name string) ([]byte, error) {
+// unit is Unit with a prepared a, for work `ac3 retry` re-queued retry
+// times.
+func unit(ctx context.Context, a *annotator.LLM, c *conv.Conversation, t, retry int) (pipeline.Unit, error) {
+	return ask.Unit(ctx, a, turnOf{c, t}, t, retry, func(l Label, name string) ([]byte, error) {
 		l.Annotator = name
 		return l.Encode()
 	})
-	if err != nil {
-		return pipeline.Unit{}, fmt.Errorf("labelling turn %d: %w", t, err)
-	}
-	return u, nil
 }

@@ -27,7 +27,7 @@ type Options struct {
 // concurrently (Task.Each) within the engine's model window.
 type Stage struct {
 	heur *Heuristic
-	llm  *LLM
+	llm  *annotator.LLM // the llm annotator, prepared; nil when it does not run
 	from int
 }
 
@@ -39,15 +39,15 @@ func NewStage(o Options) (*Stage, error) {
 	if err := annotator.CheckPrompt((*annotator.LLM)(o.LLM), "classify"); err != nil {
 		return nil, fmt.Errorf("creating classify stage: %w", err)
 	}
-	s := &Stage{llm: o.LLM, from: o.FromTurn}
+	s := &Stage{from: o.FromTurn}
 	if s.from < 2 {
 		s.from = DefaultFrom
 	}
 	if o.Heuristic {
 		s.heur = NewHeuristic()
 	}
-	if s.llm != nil {
-		s.llm.core()
+	if o.LLM != nil {
+		s.llm = o.LLM.core()
 	}
 	return s, nil
 }
@@ -57,12 +57,7 @@ func (s *Stage) Name() string { return StageName }
 
 // Prompts returns the prompt the llm annotator renders (none for the
 // heuristic alone), for the run to say which one is in use.
-func (s *Stage) Prompts() []*prompt.Template {
-	if s.llm == nil {
-		return nil
-	}
-	return []*prompt.Template{s.llm.core().Prompt()}
-}
+func (s *Stage) Prompts() []*prompt.Template { return s.llm.Prompts() }
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant {
@@ -71,19 +66,14 @@ func (s *Stage) Variants() []pipeline.Variant {
 		out = append(out, pipeline.Variant{Name: "heuristic", Version: fmt.Sprintf("%s;from=%d", HeuristicVersion, s.from)})
 	}
 	if s.llm != nil {
-		out = append(out, pipeline.Variant{Name: "llm", Version: fmt.Sprintf("%s;from=%d", s.llm.Version(), s.from)})
+		out = append(out, pipeline.Variant{Name: annotator.VariantLLM, Version: fmt.Sprintf("%s;from=%d", s.llm.Version(), s.from)})
 	}
 	return out
 }
 
 // ModelWindow implements pipeline.ModelStage: the window of the llm
 // annotator's endpoint, or 0 when only the heuristic runs.
-func (s *Stage) ModelWindow() int {
-	if s.llm == nil {
-		return 0
-	}
-	return pipeline.DefaultWindow(s.llm.Client, s.llm.Role)
-}
+func (s *Stage) ModelWindow() int { return s.llm.Window() }
 
 // Turns returns the turns the stage labels in a conversation with n user
 // turns (for dry runs).
@@ -92,33 +82,18 @@ func (s *Stage) Turns(n int) int { return max(0, n-s.from+1) }
 // Process implements pipeline.Stage.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
 	n := t.Conv.UserTurns()
-	out := make([]pipeline.Result, 0, len(t.Variants))
-	for _, v := range t.Variants {
-		var units []pipeline.Unit
+	return annotator.Results(t, func(v pipeline.Variant) ([]pipeline.Unit, error) {
 		switch {
 		case v.Name == "heuristic" && s.heur != nil:
-			for turn := s.from; turn <= n; turn++ {
+			return annotator.RuleUnits(s.from, n, func(turn int) ([]byte, error) {
 				lab, _ := s.heur.Label(t.Conv, turn)
-				b, err := lab.Encode()
-				if err != nil {
-					return nil, err
-				}
-				units = append(units, pipeline.Unit{Turn: turn, Output: b})
-			}
-		case v.Name == "llm" && s.llm != nil:
-			units = make([]pipeline.Unit, max(0, n-s.from+1))
-			err := t.Each(ctx, len(units), 0, func(ctx context.Context, i int) error {
-				u, err := s.llm.unit(ctx, t.Conv, s.from+i, t.Retry)
-				units[i] = u
-				return err
+				return lab.Encode()
 			})
-			if err != nil {
-				return nil, err
-			}
-		default:
-			return nil, fmt.Errorf("classifying %s: no annotator %q", t.Conv.ID, v.Name)
+		case v.Name == annotator.VariantLLM && s.llm != nil:
+			return annotator.ModelUnits(ctx, t, s.Turns(n), 0, func(ctx context.Context, i int) (pipeline.Unit, error) {
+				return unit(ctx, s.llm, t.Conv, s.from+i, t.Retry)
+			})
 		}
-		out = append(out, pipeline.Result{Variant: v, Units: units})
-	}
-	return out, nil
+		return nil, fmt.Errorf("classifying %s: no annotator %q", t.Conv.ID, v.Name)
+	})
 }

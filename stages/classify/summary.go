@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/ac3/ac3/pipeline/ledger"
-	"github.com/ac3/ac3/pipeline/stats"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 // TypeShare is one turn type's count and share of the labelled turns, with
@@ -37,67 +37,48 @@ type Summary struct {
 
 // Summarizer folds classify units into a Summary, one unit at a time, so a
 // run of any size is summarised in memory that does not grow with it. Add
-// units grouped by conversation, as ledger.Units yields them (ordered by
-// conversation): a conversation is counted when its first unit arrives, so
-// one whose units were split by another conversation's would be counted
-// twice. Use NewSummarizer; the zero value is not ready.
+// units grouped by conversation, as ledger.Units yields them (see
+// annotator.Tally). Use NewSummarizer; the zero value is not ready.
 type Summarizer struct {
-	s        Summary
-	counts   map[string]int
-	lastConv string
-	seen     bool // a labelled turn was counted, so lastConv is meaningful
+	tally         annotator.Tally
+	counts        map[string]int
+	selfContained int
+	refs          map[string]int
 }
 
 // NewSummarizer returns an empty Summarizer.
 func NewSummarizer() *Summarizer {
-	return &Summarizer{s: Summary{Annotators: map[string]int{}, Refs: map[string]int{}}, counts: map[string]int{}}
+	return &Summarizer{counts: map[string]int{}, refs: map[string]int{}}
 }
 
 // Add counts one classify unit (normally of one variant). Units that are
 // not done or do not decode count as failed.
 func (z *Summarizer) Add(u ledger.Unit) {
-	s := &z.s
-	if u.Status != ledger.Done {
-		s.Failed++
+	l, _, ok := annotator.Count(&z.tally, u, Decode, func(l Label) string { return l.Annotator })
+	if !ok {
 		return
-	}
-	l, err := Decode(u.Output)
-	if err != nil {
-		s.Failed++
-		return
-	}
-	s.Turns++
-	if !z.seen || u.ConvID != z.lastConv {
-		s.Conversations++
-		z.lastConv, z.seen = u.ConvID, true
 	}
 	z.counts[l.Type]++
-	s.Annotators[l.Annotator]++
 	if len(l.Refs) == 0 && l.Type != Unknown {
-		s.SelfContained++
+		z.selfContained++
 	}
 	for _, r := range l.Refs {
-		s.Refs[r]++
+		z.refs[r]++
 	}
 }
 
 // Summary returns the summary of the units added so far. It copies the
 // maps, so adding more units later does not change a summary returned.
 func (z *Summarizer) Summary() Summary {
-	s := z.s
-	s.Annotators, s.Refs = maps.Clone(z.s.Annotators), maps.Clone(z.s.Refs)
-	s.Types = nil
+	s := Summary{Turns: z.tally.Turns, Failed: z.tally.Failed, Conversations: z.tally.Conversations,
+		Annotators: z.tally.Annotators(), SelfContained: z.selfContained, Refs: maps.Clone(z.refs)}
 	types := Types()
 	if z.counts[Unknown] > 0 {
 		types = append(types, Unknown)
 	}
 	for _, t := range types {
 		ts := TypeShare{Type: t, Count: z.counts[t]}
-		if s.Turns > 0 {
-			ts.Share = float64(ts.Count) / float64(s.Turns)
-			iv := stats.Wilson(float64(ts.Count), s.Turns, 0.95)
-			ts.Lo, ts.Hi = iv.Lo, iv.Hi
-		}
+		ts.Share, ts.Lo, ts.Hi = annotator.Share(ts.Count, s.Turns)
 		s.Types = append(s.Types, ts)
 	}
 	return s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -175,19 +176,18 @@ func merge(reg, found []Constraint, t int) (added, out []Constraint) {
 	added = []Constraint{}
 	for _, c := range found {
 		c.Turn = t
-		dup := false
-		for _, r := range out {
-			if Duplicate(r.Text, c.Text) {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			out = append(out, c)
-			added = append(added, c)
-		}
+		added, out = addNew(added, out, c)
 	}
 	return added, out
+}
+
+// addNew appends c to added and to reg unless reg already holds a
+// constraint that says the same (Duplicate).
+func addNew(added, reg []Constraint, c Constraint) ([]Constraint, []Constraint) {
+	if slices.ContainsFunc(reg, func(r Constraint) bool { return Duplicate(r.Text, c.Text) }) {
+		return added, reg
+	}
+	return append(added, c), append(reg, c)
 }
 
 // Duplicate reports whether two canonical sentences say the same thing:
@@ -201,6 +201,12 @@ func Duplicate(a, b string) bool {
 	if strings.Join(wa, " ") == strings.Join(wb, " ") {
 		return true
 	}
+	return jaccard(wa, wb) >= 0.8
+}
+
+// jaccard is the share of distinct words two word lists have in common; 0
+// when both are empty.
+func jaccard(wa, wb []string) float64 {
 	sa, sb := map[string]bool{}, map[string]bool{}
 	for _, w := range wa {
 		sa[w] = true
@@ -215,7 +221,10 @@ func Duplicate(a, b string) bool {
 		}
 	}
 	union := len(sa) + len(sb) - inter
-	return float64(inter)/float64(union) >= 0.8
+	if union == 0 {
+		return 0
+	}
+	return float64(inter) / float64(union)
 }
 
 func words(s string) []string {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 // answerTokens is the answer length expected per user turn: most turns set
@@ -18,27 +19,11 @@ const answerTokens = 120
 // parallel form's prompts are exactly those the run sends. The heuristic
 // variant calls nothing.
 func (s *Stage) Estimate(_ context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
-	var out []pipeline.Call
-	for _, v := range t.Variants {
-		if v.Name != "llm" || (s.llm == nil && s.prop == nil) {
-			continue
+	return annotator.Estimate(t, f, s.llm, answerTokens, 1, t.Conv.UserTurns(), func(turn int) ([]conv.Message, error) {
+		msgs, err := s.messages(InputAt(t.Conv, turn, nil))
+		if err != nil {
+			return nil, fmt.Errorf("estimating turn %d of %s: %w", turn, t.Conv.ID, err)
 		}
-		var (
-			role     string
-			messages func(Input) ([]conv.Message, error)
-		)
-		if s.prop != nil {
-			role, messages = s.prop.core().Role, s.prop.Messages
-		} else {
-			role, messages = s.llm.core().Role, s.llm.Messages
-		}
-		for turn := 1; turn <= t.Conv.UserTurns(); turn++ {
-			msgs, err := messages(InputAt(t.Conv, turn, nil))
-			if err != nil {
-				return nil, fmt.Errorf("estimating turn %d of %s: %w", turn, t.Conv.ID, err)
-			}
-			out = append(out, pipeline.Call{Role: role, Key: pipeline.MessagesKey(msgs), PromptTokens: f.MessagesTokens(msgs), CompletionTokens: answerTokens})
-		}
-	}
-	return out, nil
+		return msgs, nil
+	})
 }

@@ -55,16 +55,22 @@ type promptData struct {
 // render builds the prompt from in alone, so the prompt cannot hold text the
 // Input does not.
 func render(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
-	d := promptData{Turn: in.turn, User: annotator.Clip(in.user, a.MaxChars), PrevAssistant: annotator.Clip(in.prevAssistant, a.MaxChars), Registry: in.registry}
+	d := promptData{Turn: in.turn, Registry: in.registry}
+	d.User, d.PrevAssistant = in.shown(a)
 	parts := []string{d.User, d.PrevAssistant}
 	for _, c := range d.Registry {
 		parts = append(parts, c.Text)
 	}
-	tg := parse.NewTagger(parts...)
-	d.Nonce = tg.Nonce()
-	d.Answer, d.JSON = annotator.AnswerForm[wire](StageName).Layout(a.Output, tg), a.Output == parse.JSONSchema
-	msgs, err := a.Prompt().RenderAnswer(d, annotator.Contract(d.JSON, d.Answer))
-	return msgs, tg, err
+	return annotator.Render[wire](a, StageName, parts, func(nonce, answer string, json bool) any {
+		d.Nonce, d.Answer, d.JSON = nonce, answer, json
+		return d
+	})
+}
+
+// shown returns u_t and a_{t-1} as a prompt shows them: clipped to
+// a.MaxChars.
+func (in Input) shown(a *annotator.LLM) (user, prevAssistant string) {
+	return annotator.Clip(in.user, a.MaxChars), annotator.Clip(in.prevAssistant, a.MaxChars)
 }
 
 // check validates the model's answer: each constraint has a known type,
@@ -73,7 +79,7 @@ func check(user string) func(wire) ([]Constraint, error) {
 	return func(w wire) ([]Constraint, error) {
 		out := make([]Constraint, 0, len(w.Constraints))
 		for i, c := range w.Constraints {
-			text := strings.Join(strings.Fields(c.Text), " ")
+			text := annotator.OneLine(c.Text)
 			if text == "" {
 				return nil, fmt.Errorf("constraints[%d]: empty text", i)
 			}
@@ -84,6 +90,16 @@ func check(user string) func(wire) ([]Constraint, error) {
 		}
 		return out, nil
 	}
+}
+
+// ask is the sequential form's call: the registry so far in the prompt,
+// the constraints u_t sets in the answer.
+var ask = annotator.Ask[Input, wire, []Constraint]{
+	Stage:  StageName,
+	Doing:  "reading turn",
+	Tokens: answerTokens,
+	Render: render,
+	Check:  func(in Input) func(wire) ([]Constraint, error) { return check(in.user) },
 }
 
 // LLM is the model-backed extractor. Set Client; Role, Retries and MaxChars
@@ -98,10 +114,7 @@ func (a *LLM) core() *annotator.LLM { return (*annotator.LLM)(a).Prepare(Prompt)
 func (a *LLM) Version() string { return a.core().Version() }
 
 // Messages returns the rendered prompt for in.
-func (a *LLM) Messages(in Input) ([]conv.Message, error) {
-	msgs, _, err := render(a.core(), in)
-	return msgs, err
-}
+func (a *LLM) Messages(in Input) ([]conv.Message, error) { return ask.Messages(a.core(), in) }
 
 // Extract asks the model for the constraints of in and merges them into the
 // registry. It returns the unit for turn in.Turn() and the registry as of
@@ -109,25 +122,20 @@ func (a *LLM) Messages(in Input) ([]conv.Message, error) {
 // failed unit and the registry unchanged; budget, fatal endpoint and context
 // errors are returned.
 func (a *LLM) Extract(ctx context.Context, in Input) (pipeline.Unit, []Constraint, error) {
-	return a.extract(ctx, in, 0)
+	return extract(ctx, a.core(), in, 0)
 }
 
-// extract is Extract for work `ac3 retry` re-queued retry times.
-func (a *LLM) extract(ctx context.Context, in Input, retry int) (pipeline.Unit, []Constraint, error) {
-	core := a.core()
-	msgs, tg, err := render(core, in)
-	if err != nil {
-		return pipeline.Unit{}, nil, err
-	}
-	q := annotator.Query{Stage: StageName, Turn: in.turn, Messages: msgs, Tagger: tg, CompletionEstimate: 120, Retry: retry}
+// extract is Extract with a prepared a, for work `ac3 retry` re-queued
+// retry times.
+func extract(ctx context.Context, a *annotator.LLM, in Input, retry int) (pipeline.Unit, []Constraint, error) {
 	reg := in.Registry() // kept when the unit fails
-	u, err := annotator.Unit(ctx, core, q, check(in.user), func(found []Constraint, name string) ([]byte, error) {
+	u, err := ask.Unit(ctx, a, in, in.turn, retry, func(found []Constraint, name string) ([]byte, error) {
 		var added []Constraint
 		added, reg = merge(in.registry, found, in.turn)
 		return Record{New: added, Registry: reg, Annotator: name}.Encode()
 	})
 	if err != nil {
-		return pipeline.Unit{}, nil, fmt.Errorf("reading turn %d: %w", in.turn, err)
+		return pipeline.Unit{}, nil, err
 	}
 	return u, reg, nil
 }

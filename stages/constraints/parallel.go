@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
@@ -117,21 +116,21 @@ type Proposal struct {
 // renderParallel builds the parallel prompt from in alone, leaving out its
 // registry, so the prompt cannot hold another turn's answer.
 func renderParallel(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
-	d := parallelData{Turn: in.turn, User: annotator.Clip(in.user, a.MaxChars), PrevAssistant: annotator.Clip(in.prevAssistant, a.MaxChars)}
+	d := parallelData{Turn: in.turn}
+	d.User, d.PrevAssistant = in.shown(a)
 	first := max(0, len(in.earlier)-earlierShown)
 	d.LeftOut = first
 	parts := []string{d.User, d.PrevAssistant}
 	for i := first; i < len(in.earlier); i++ {
 		// One line per turn keeps the turn numbers easy to read back.
-		text := strings.Join(strings.Fields(annotator.Clip(in.earlier[i], earlierClip)), " ")
+		text := annotator.OneLine(annotator.Clip(in.earlier[i], earlierClip))
 		d.Earlier = append(d.Earlier, EarlierTurn{Turn: i + 1, Text: text})
 		parts = append(parts, text)
 	}
-	tg := parse.NewTagger(parts...)
-	d.Nonce = tg.Nonce()
-	d.Answer, d.JSON = annotator.AnswerForm[parallelWire](StageName).Layout(a.Output, tg), a.Output == parse.JSONSchema
-	msgs, err := a.Prompt().RenderAnswer(d, annotator.Contract(d.JSON, d.Answer))
-	return msgs, tg, err
+	return annotator.Render[parallelWire](a, StageName, parts, func(nonce, answer string, json bool) any {
+		d.Nonce, d.Answer, d.JSON = nonce, answer, json
+		return d
+	})
 }
 
 // checkParallel validates the parallel form's answer for turn t as check
@@ -195,17 +194,7 @@ func Consolidate(reg []Constraint, props []Proposal, t int) (added, out []Constr
 		case p.Repeats > 0 && setAt(out, p.Repeats):
 			continue
 		}
-		dup := false
-		for _, r := range out {
-			if Duplicate(r.Text, c.Text) {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			out = append(out, c)
-			added = append(added, c)
-		}
+		added, out = addNew(added, out, c)
 	}
 	return added, out
 }
@@ -237,25 +226,16 @@ func setAt(reg []Constraint, k int) bool {
 
 // overlap is the share of distinct words two sentences have in common
 // (Jaccard), as Duplicate measures it.
-func overlap(a, b string) float64 {
-	sa, sb := map[string]bool{}, map[string]bool{}
-	for _, w := range words(a) {
-		sa[w] = true
-	}
-	for _, w := range words(b) {
-		sb[w] = true
-	}
-	inter := 0
-	for w := range sb {
-		if sa[w] {
-			inter++
-		}
-	}
-	union := len(sa) + len(sb) - inter
-	if union == 0 {
-		return 0
-	}
-	return float64(inter) / float64(union)
+func overlap(a, b string) float64 { return jaccard(words(a), words(b)) }
+
+// parallelAsk is the parallel form's call: the earlier user turns in the
+// prompt instead of the registry, proposals in the answer.
+var parallelAsk = annotator.Ask[Input, parallelWire, []Proposal]{
+	Stage:  StageName,
+	Doing:  "reading turn",
+	Tokens: answerTokens,
+	Render: renderParallel,
+	Check:  func(in Input) func(parallelWire) ([]Proposal, error) { return checkParallel(in.user, in.turn) },
 }
 
 // Proposer is the model-backed extractor of the parallel form. It has the
@@ -274,14 +254,15 @@ func (p *Proposer) core() *annotator.LLM {
 // Version is the variant version: the prompt's version (whose name sets it
 // apart from the sequential form's), every setting that changes answers, and
 // how much of the earlier turns a prompt shows.
-func (p *Proposer) Version() string {
-	return fmt.Sprintf("%s;earlier=%dx%d", p.core().Version(), earlierShown, earlierClip)
+func (p *Proposer) Version() string { return parallelVersion(p.core()) }
+
+func parallelVersion(a *annotator.LLM) string {
+	return fmt.Sprintf("%s;earlier=%dx%d", a.Version(), earlierShown, earlierClip)
 }
 
 // Messages returns the rendered prompt for in; in's registry is not used.
 func (p *Proposer) Messages(in Input) ([]conv.Message, error) {
-	msgs, _, err := renderParallel(p.core(), in)
-	return msgs, err
+	return parallelAsk.Messages(p.core(), in)
 }
 
 // Propose asks the model for the constraints turn in.Turn() states. It
@@ -290,27 +271,22 @@ func (p *Proposer) Messages(in Input) ([]conv.Message, error) {
 // malformed answer after retries or a rejected request gives a failed unit;
 // budget, fatal endpoint, deferral and context errors are returned.
 func (p *Proposer) Propose(ctx context.Context, in Input) (pipeline.Unit, []Proposal, string, error) {
-	return p.propose(ctx, in, 0)
+	return propose(ctx, p.core(), in, 0)
 }
 
-// propose is Propose for work `ac3 retry` re-queued retry times.
-func (p *Proposer) propose(ctx context.Context, in Input, retry int) (pipeline.Unit, []Proposal, string, error) {
-	core := p.core()
-	msgs, tg, err := renderParallel(core, in)
-	if err != nil {
-		return pipeline.Unit{}, nil, "", err
-	}
-	q := annotator.Query{Stage: StageName, Turn: in.turn, Messages: msgs, Tagger: tg, CompletionEstimate: answerTokens, Retry: retry}
+// propose is Propose with a prepared a, for work `ac3 retry` re-queued
+// retry times.
+func propose(ctx context.Context, a *annotator.LLM, in Input, retry int) (pipeline.Unit, []Proposal, string, error) {
 	var (
 		props []Proposal
 		name  string
 	)
-	u, err := annotator.Unit(ctx, core, q, checkParallel(in.user, in.turn), func(found []Proposal, n string) ([]byte, error) {
+	u, err := parallelAsk.Unit(ctx, a, in, in.turn, retry, func(found []Proposal, n string) ([]byte, error) {
 		props, name = found, n
 		return nil, nil
 	})
 	if err != nil {
-		return pipeline.Unit{}, nil, "", fmt.Errorf("reading turn %d: %w", in.turn, err)
+		return pipeline.Unit{}, nil, "", err
 	}
 	return u, props, name, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/stages/annotator"
 )
@@ -31,8 +32,11 @@ type Options struct {
 // each holding the registry as of its turn.
 type Stage struct {
 	heur *Heuristic
-	llm  *LLM      // the sequential form
-	prop *Proposer // the parallel form
+	// llm is the model-backed extractor, prepared with the prompt of its
+	// form (RegistrySequential or RegistryParallel); nil when only the
+	// heuristic runs.
+	llm  *annotator.LLM
+	form string
 }
 
 // NewStage returns the stage. It fails when no annotator is chosen, when
@@ -63,18 +67,16 @@ func NewStage(o Options) (*Stage, error) {
 	if err := annotator.CheckPrompt((*annotator.LLM)(o.LLM), want); err != nil {
 		return nil, fmt.Errorf("creating constraints stage: %w", err)
 	}
-	var loaded *prompt.Template
 	if form == RegistryParallel {
-		s.prop = (*Proposer)(o.LLM)
-		loaded = s.prop.core().Prompt()
+		s.llm = (*Proposer)(o.LLM).core()
 	} else {
-		s.llm = o.LLM
-		loaded = s.llm.core().Prompt()
+		s.llm = o.LLM.core()
 	}
-	if loaded.Name() != want {
+	if loaded := s.llm.Prompt(); loaded.Name() != want {
 		// An LLM used before keeps the prompt it loaded first.
 		return nil, fmt.Errorf("creating constraints stage: registry %s sends the %s prompt, and the extractor given has already loaded the %s prompt; pass a fresh one", form, want, loaded.Name())
 	}
+	s.form = form
 	return s, nil
 }
 
@@ -102,15 +104,7 @@ func (o Options) form() (string, error) {
 
 // Registry returns the llm variant's form ("" when only the heuristic
 // runs).
-func (s *Stage) Registry() string {
-	switch {
-	case s.prop != nil:
-		return RegistryParallel
-	case s.llm != nil:
-		return RegistrySequential
-	}
-	return ""
-}
+func (s *Stage) Registry() string { return s.form }
 
 // BatchRoundsFor is how many batch rounds the stage needs for a conversation
 // of n user turns when its model calls go through batches: one per turn for
@@ -119,9 +113,9 @@ func (s *Stage) BatchRoundsFor(n int) int {
 	switch {
 	case n <= 0:
 		return 0
-	case s.prop != nil:
+	case s.form == RegistryParallel:
 		return 1
-	case s.llm != nil:
+	case s.form == RegistrySequential:
 		return n
 	}
 	return 0
@@ -132,15 +126,7 @@ func (s *Stage) Name() string { return StageName }
 
 // Prompts returns the prompt the llm extractor renders (none for the
 // heuristic alone), for the run to say which one is in use.
-func (s *Stage) Prompts() []*prompt.Template {
-	switch {
-	case s.prop != nil:
-		return []*prompt.Template{s.prop.core().Prompt()}
-	case s.llm != nil:
-		return []*prompt.Template{s.llm.core().Prompt()}
-	}
-	return nil
-}
+func (s *Stage) Prompts() []*prompt.Template { return s.llm.Prompts() }
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant {
@@ -148,11 +134,11 @@ func (s *Stage) Variants() []pipeline.Variant {
 	if s.heur != nil {
 		out = append(out, pipeline.Variant{Name: "heuristic", Version: HeuristicVersion})
 	}
-	if s.llm != nil {
-		out = append(out, pipeline.Variant{Name: "llm", Version: s.llm.Version()})
-	}
-	if s.prop != nil {
-		out = append(out, pipeline.Variant{Name: "llm", Version: s.prop.Version()})
+	switch s.form {
+	case RegistrySequential:
+		out = append(out, pipeline.Variant{Name: annotator.VariantLLM, Version: s.llm.Version()})
+	case RegistryParallel:
+		out = append(out, pipeline.Variant{Name: annotator.VariantLLM, Version: parallelVersion(s.llm)})
 	}
 	return out
 }
@@ -161,14 +147,14 @@ func (s *Stage) Variants() []pipeline.Variant {
 // extractor's endpoint, or 0 when only the heuristic runs. In the
 // sequential form each conversation has one call in flight at a time (see
 // Process), so the window is filled by conversations.
-func (s *Stage) ModelWindow() int {
-	switch {
-	case s.prop != nil:
-		return pipeline.DefaultWindow(s.prop.Client, s.prop.Role)
-	case s.llm != nil:
-		return pipeline.DefaultWindow(s.llm.Client, s.llm.Role)
+func (s *Stage) ModelWindow() int { return s.llm.Window() }
+
+// messages renders the prompt of the llm variant's form for in.
+func (s *Stage) messages(in Input) ([]conv.Message, error) {
+	if s.form == RegistryParallel {
+		return parallelAsk.Messages(s.llm, in)
 	}
-	return 0
+	return ask.Messages(s.llm, in)
 }
 
 // Process implements pipeline.Stage. In the sequential form turns are read
@@ -179,45 +165,28 @@ func (s *Stage) ModelWindow() int {
 // the registries are built once all answers are in.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
 	n := t.Conv.UserTurns()
-	out := make([]pipeline.Result, 0, len(t.Variants))
-	for _, v := range t.Variants {
-		var units []pipeline.Unit
+	return annotator.Results(t, func(v pipeline.Variant) ([]pipeline.Unit, error) {
 		var reg []Constraint
 		switch {
 		case v.Name == "heuristic" && s.heur != nil:
-			for turn := 1; turn <= n; turn++ {
+			return annotator.RuleUnits(1, n, func(turn int) ([]byte, error) {
 				var added []Constraint
 				added, reg = s.heur.Extract(InputAt(t.Conv, turn, reg))
-				b, err := Record{New: added, Registry: reg, Annotator: "heuristic"}.Encode()
-				if err != nil {
-					return nil, err
-				}
-				units = append(units, pipeline.Unit{Turn: turn, Output: b})
-			}
-		case v.Name == "llm" && s.prop != nil:
-			var err error
-			if units, err = s.parallel(ctx, t); err != nil {
-				return nil, err
-			}
-		case v.Name == "llm" && s.llm != nil:
-			units = make([]pipeline.Unit, n)
-			err := t.Each(ctx, n, 1, func(ctx context.Context, i int) error {
-				u, next, err := s.llm.extract(ctx, InputAt(t.Conv, i+1, reg), t.Retry)
-				if err != nil {
-					return err
-				}
-				units[i], reg = u, next
-				return nil
+				return Record{New: added, Registry: reg, Annotator: "heuristic"}.Encode()
 			})
-			if err != nil {
-				return nil, err
-			}
-		default:
-			return nil, fmt.Errorf("reading constraints of %s: no annotator %q", t.Conv.ID, v.Name)
+		case v.Name == annotator.VariantLLM && s.form == RegistryParallel:
+			return s.parallel(ctx, t)
+		case v.Name == annotator.VariantLLM && s.form == RegistrySequential:
+			return annotator.ModelUnits(ctx, t, n, 1, func(ctx context.Context, i int) (pipeline.Unit, error) {
+				u, next, err := extract(ctx, s.llm, InputAt(t.Conv, i+1, reg), t.Retry)
+				if err == nil {
+					reg = next
+				}
+				return u, err
+			})
 		}
-		out = append(out, pipeline.Result{Variant: v, Units: units})
-	}
-	return out, nil
+		return nil, fmt.Errorf("reading constraints of %s: no annotator %q", t.Conv.ID, v.Name)
+	})
 }
 
 // parallel asks for every user turn of t's conversation at once, then folds
@@ -226,13 +195,12 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 // leaves the registry as it was.
 func (s *Stage) parallel(ctx context.Context, t pipeline.Task) ([]pipeline.Unit, error) {
 	n := t.Conv.UserTurns()
-	units := make([]pipeline.Unit, n)
 	props := make([][]Proposal, n)
 	names := make([]string, n)
-	err := t.Each(ctx, n, 0, func(ctx context.Context, i int) error {
-		u, p, name, err := s.prop.propose(ctx, InputAt(t.Conv, i+1, nil), t.Retry)
-		units[i], props[i], names[i] = u, p, name
-		return err
+	units, err := annotator.ModelUnits(ctx, t, n, 0, func(ctx context.Context, i int) (pipeline.Unit, error) {
+		u, p, name, err := propose(ctx, s.llm, InputAt(t.Conv, i+1, nil), t.Retry)
+		props[i], names[i] = p, name
+		return u, err
 	})
 	if err != nil {
 		return nil, err

@@ -1,12 +1,11 @@
 package constraints
 
 import (
-	"maps"
 	"sort"
 	"strconv"
 
 	"github.com/ac3/ac3/pipeline/ledger"
-	"github.com/ac3/ac3/pipeline/stats"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 // TypeCount is how many constraints of one type were set, with the share of
@@ -43,52 +42,44 @@ type Summary struct {
 
 // Summarizer folds constraints units into a Summary, one unit at a time,
 // in memory that does not grow with the run. Add units grouped by
-// conversation, as ledger.Units yields them: a conversation is counted when
-// its first unit arrives. Use NewSummarizer; the zero value is not ready.
+// conversation, as ledger.Units yields them (see annotator.Tally). Use
+// NewSummarizer; the zero value is not ready.
 type Summarizer struct {
-	s        Summary
-	byType   map[string]int
-	byTurn   map[string]int
-	lastConv string
-	seen     bool // lastConv holds a counted conversation
-	lastAny  bool // lastConv was counted in ConversationsWithAny
+	tally        annotator.Tally
+	turnsWithNew int
+	convsWithAny int
+	constraints  int
+	byType       map[string]int
+	byTurn       map[string]int
+	lastAny      bool // the current conversation was counted in ConversationsWithAny
 }
 
 // NewSummarizer returns an empty Summarizer.
 func NewSummarizer() *Summarizer {
-	return &Summarizer{s: Summary{Annotators: map[string]int{}}, byType: map[string]int{}, byTurn: map[string]int{}}
+	return &Summarizer{byType: map[string]int{}, byTurn: map[string]int{}}
 }
 
 // Add counts one constraints unit (normally of one variant). Units that are
 // not done or do not decode count as failed.
 func (z *Summarizer) Add(u ledger.Unit) {
-	s := &z.s
-	if u.Status != ledger.Done {
-		s.Failed++
+	r, first, ok := annotator.Count(&z.tally, u, Decode, func(r Record) string { return r.Annotator })
+	if !ok {
 		return
 	}
-	r, err := Decode(u.Output)
-	if err != nil {
-		s.Failed++
-		return
+	if first {
+		z.lastAny = false
 	}
-	s.Turns++
-	if !z.seen || u.ConvID != z.lastConv {
-		s.Conversations++
-		z.lastConv, z.seen, z.lastAny = u.ConvID, true, false
-	}
-	s.Annotators[r.Annotator]++
 	if len(r.New) > 0 {
-		s.TurnsWithNew++
+		z.turnsWithNew++
 	}
 	// A conversation counts once, at the first read turn with a
 	// constraint in force.
 	if len(r.Registry) > 0 && !z.lastAny {
-		s.ConversationsWithAny++
+		z.convsWithAny++
 		z.lastAny = true
 	}
 	for _, c := range r.New {
-		s.Constraints++
+		z.constraints++
 		z.byType[c.Type]++
 		z.byTurn[turnBucket(c.Turn)]++
 	}
@@ -97,16 +88,12 @@ func (z *Summarizer) Add(u ledger.Unit) {
 // Summary returns the summary of the units added so far; adding more units
 // later does not change it.
 func (z *Summarizer) Summary() Summary {
-	s := z.s
-	s.Annotators = maps.Clone(z.s.Annotators)
-	s.ByType, s.ByTurn = nil, nil
+	s := Summary{Turns: z.tally.Turns, Failed: z.tally.Failed, Conversations: z.tally.Conversations,
+		TurnsWithNew: z.turnsWithNew, ConversationsWithAny: z.convsWithAny, Constraints: z.constraints,
+		Annotators: z.tally.Annotators()}
 	for _, t := range Types() {
 		tc := TypeCount{Type: t, Count: z.byType[t]}
-		if s.Constraints > 0 {
-			tc.Share = float64(tc.Count) / float64(s.Constraints)
-			iv := stats.Wilson(float64(tc.Count), s.Constraints, 0.95)
-			tc.Lo, tc.Hi = iv.Lo, iv.Hi
-		}
+		tc.Share, tc.Lo, tc.Hi = annotator.Share(tc.Count, s.Constraints)
 		s.ByType = append(s.ByType, tc)
 	}
 	for k, n := range z.byTurn {

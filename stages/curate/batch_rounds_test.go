@@ -24,6 +24,8 @@ import (
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/analyze/analyzetest"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
+	"github.com/ac3/ac3/stages/curate/memory"
 )
 
 // batchQueue is a Deferrer that keeps the requests of a pass, as the run
@@ -128,10 +130,10 @@ func buildRoundsStage(t *testing.T, c roundsCase, cl *llm.Client, l *ledger.Ledg
 	}
 	// Floor 1 and cap 2 over conversations whose every turn from the third
 	// has issues: the cap is reached well before the long ones end.
-	opts := curate.Options{Analyzer: an, Gates: map[string]curate.Gate{curate.OpGatedReset: {Floor: 1, Cap: 2}, curate.OpAugment: {Floor: 1}}}
-	var mem *curate.OnlineMemory
+	opts := curate.Options{Analyzer: an, Gates: map[string]curate.Gate{curated.OpGatedReset: {Floor: 1, Cap: 2}, curated.OpAugment: {Floor: 1}}}
+	var mem *memory.Online
 	if c.online {
-		mem = curate.NewOnlineMemory(an, l, curate.DefaultFrom)
+		mem = memory.NewOnline(an, l, curate.DefaultFrom)
 	}
 	var sts []curate.Strategy
 	for _, name := range c.strategies {
@@ -178,15 +180,15 @@ func roundsClient(t *testing.T, srv *llmtest.Server, cache llm.Cache, q llm.Defe
 // contextsOf reads every curated context of st from l, by variant, with
 // what the final pass paid left out: in batch mode every answer it reads
 // comes from the cache.
-func contextsOf(t *testing.T, l *ledger.Ledger, st pipeline.Stage) map[string][]curate.Context {
+func contextsOf(t *testing.T, l *ledger.Ledger, st pipeline.Stage) map[string][]curated.Context {
 	t.Helper()
-	out := map[string][]curate.Context{}
+	out := map[string][]curated.Context{}
 	for _, v := range st.Variants() {
 		err := l.Units(context.Background(), curate.StageName, []ledger.Variant{ledger.Variant(v)}, 0, math.MaxInt64, func(u ledger.Unit) error {
 			if u.Status != ledger.Done {
 				return fmt.Errorf("unit %s of %s turn %d: %s %s", v.Name, u.ConvID, u.Turn, u.Status, u.Error)
 			}
-			x, err := curate.DecodeContext(u.Output)
+			x, err := curated.DecodeContext(u.Output)
 			if err != nil {
 				return err
 			}

@@ -109,7 +109,7 @@ func BenchmarkCurate(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for _, c := range convs {
-			tc := curate.NewTokenCache(c, cnt)
+			tc := curate.NewWorkspace(c, cnt)
 			for _, s := range ss {
 				if _, err := s.Contexts(ctx, c, curate.DefaultFrom, tc); err != nil {
 					b.Fatal(err)
@@ -122,7 +122,7 @@ func BenchmarkCurate(b *testing.B) {
 
 // BenchmarkStageFiller curates the filler diagnostic through the stage, as a
 // run does, so filler cuts are counted from the stage's per-word table; the
-// PerConversationCache variant gives each conversation a bare token cache,
+// PerConversationCache variant gives each conversation a bare workspace,
 // which tokenizes the cuts (the path before the table).
 func BenchmarkStageFiller(b *testing.B) {
 	convs := synthConversations(50)
@@ -149,7 +149,7 @@ func BenchmarkStageFiller(b *testing.B) {
 		cpu0 := cpuTime()
 		for b.Loop() {
 			for _, c := range convs {
-				if _, err := ss[0].Contexts(ctx, c, curate.DefaultFrom, curate.NewTokenCache(c, cnt)); err != nil {
+				if _, err := ss[0].Contexts(ctx, c, curate.DefaultFrom, curate.NewWorkspace(c, cnt)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // PlanSource reads a run's stage plans and stored units. *ledger.Ledger
@@ -20,7 +21,7 @@ type PlanSource interface {
 // recorded as done for conversation convID at turn (every turn when 0),
 // for the strategies in want (all when empty), and the turns they cover in
 // order. Units of earlier plans (other versions) are left out.
-func CurrentContexts(ctx context.Context, src PlanSource, convID string, turn int, want []string) ([]Context, []int, error) {
+func CurrentContexts(ctx context.Context, src PlanSource, convID string, turn int, want []string) ([]curated.Context, []int, error) {
 	plans, err := src.Plans(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -34,13 +35,13 @@ func CurrentContexts(ctx context.Context, src PlanSource, convID string, turn in
 		return nil, nil, err
 	}
 	seen := map[int]bool{}
-	var out []Context
+	var out []curated.Context
 	var turns []int
 	for _, u := range units {
 		if !current[ledger.Variant{Name: u.Variant, Version: u.Version}] || (len(want) > 0 && !slices.Contains(want, u.Variant)) || u.Status != ledger.Done {
 			continue
 		}
-		x, err := DecodeContext(u.Output)
+		x, err := curated.DecodeContext(u.Output)
 		if err != nil {
 			return nil, nil, fmt.Errorf("decoding unit %s: %w", u.Key, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/stages/analyze"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // Answer lengths the estimate expects of the analyzer's calls, and the size
@@ -40,7 +41,7 @@ type turnForecast struct {
 // other stages' answers. The others are forecast by building their
 // contexts, which costs no call.
 type forecaster interface {
-	forecast(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call)
+	forecast(ctx context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call)
 }
 
 // Estimate implements pipeline.Estimator. Strategies that need no model
@@ -66,9 +67,9 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 	if !need {
 		return nil, nil
 	}
-	tc := NewTokenCache(t.Conv, s.counter)
-	tc.words = s.fillerWords()
-	fcs, err := FullContext{}.Contexts(ctx, t.Conv, s.from, tc)
+	ws := NewWorkspace(t.Conv, s.counter)
+	ws.words = s.fillerWords()
+	fcs, err := FullContext{}.Contexts(ctx, t.Conv, s.from, ws)
 	if err != nil {
 		return nil, err
 	}
@@ -82,10 +83,10 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 		}
 		if isForecaster {
 			var cs []pipeline.Call
-			turns, cs = fo.forecast(ctx, t.Conv, s.from, tc, fcs, f)
+			turns, cs = fo.forecast(ctx, t.Conv, s.from, ws, fcs, f)
 			calls = append(calls, cs...)
 		} else {
-			xs, err := st.Contexts(ctx, t.Conv, s.from, tc)
+			xs, err := st.Contexts(ctx, t.Conv, s.from, ws)
 			var te *TurnError
 			if err != nil && !errors.As(err, &te) {
 				return nil, fmt.Errorf("estimating %s with %s: %w", t.Conv.ID, v.Name, err)
@@ -111,28 +112,28 @@ func (s *OnlineStage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline
 	if err != nil {
 		return nil, err
 	}
-	tc := NewTokenCache(t.Conv, s.counter)
-	tc.words = s.fillerWords()
-	fcs, err := FullContext{}.Contexts(ctx, t.Conv, s.mem.from, tc)
+	ws := NewWorkspace(t.Conv, s.counter)
+	ws.words = s.fillerWords()
+	fcs, err := FullContext{}.Contexts(ctx, t.Conv, s.mem.From(), ws)
 	if err != nil {
 		return nil, err
 	}
 	var sheet int
 	for _, x := range fcs {
-		calls = append(calls, analysisCalls(s.mem.an, "online:"+s.mem.chain.ID, t.Conv, x, f)...)
+		calls = append(calls, analysisCalls(s.mem.Analyzer(), "online:"+s.mem.Chain().ID, t.Conv, x, f)...)
 		sheet += x.Tokens
 	}
 	if len(fcs) > 0 {
-		role := analyzerRole(s.mem.an)
+		role := analyzerRole(s.mem.Analyzer())
 		calls = append(calls,
-			pipeline.Call{Role: role, Key: pipeline.KeyOf("reflect", s.mem.chain.ID, t.Conv.ID), PromptTokens: templateTokens + len(fcs)*(specTokens+evaluateTokens), CompletionTokens: reflectTokens},
-			pipeline.Call{Role: role, Key: pipeline.KeyOf("unify", s.mem.chain.ID, t.Conv.ID), PromptTokens: templateTokens + unifyTokens + reflectTokens, CompletionTokens: unifyTokens})
+			pipeline.Call{Role: role, Key: pipeline.KeyOf("reflect", s.mem.Chain().ID, t.Conv.ID), PromptTokens: templateTokens + len(fcs)*(specTokens+evaluateTokens), CompletionTokens: reflectTokens},
+			pipeline.Call{Role: role, Key: pipeline.KeyOf("unify", s.mem.Chain().ID, t.Conv.ID), PromptTokens: templateTokens + unifyTokens + reflectTokens, CompletionTokens: unifyTokens})
 	}
 	return calls, nil
 }
 
 // known turns built contexts into forecasts.
-func known(c *conv.Conversation, xs []Context) []turnForecast {
+func known(c *conv.Conversation, xs []curated.Context) []turnForecast {
 	out := make([]turnForecast, len(xs))
 	for i, x := range xs {
 		out[i] = turnForecast{turn: x.Turn, known: x.Materialize(c), tokens: x.Tokens}
@@ -145,7 +146,7 @@ func analyzerRole(an *analyze.Analyzer) string { return an.Role() }
 // analysisCalls are the calls of the analysis of turn x.Turn: two steps,
 // or one for the single-pass ablation. Every operator with the same
 // analyzer and memory shares them, and their keys say so.
-func analysisCalls(an *analyze.Analyzer, memory string, c *conv.Conversation, x Context, f *pipeline.Forecast) []pipeline.Call {
+func analysisCalls(an *analyze.Analyzer, memory string, c *conv.Conversation, x curated.Context, f *pipeline.Forecast) []pipeline.Call {
 	role, turn := analyzerRole(an), strconv.Itoa(x.Turn)
 	key := func(step string) string {
 		return pipeline.KeyOf(analysisCallsAt, an.Version(), memory, c.ID, turn, step)
@@ -166,15 +167,15 @@ func analysisCalls(an *analyze.Analyzer, memory string, c *conv.Conversation, x 
 // forecast: up to the floor an operator passes the full context through;
 // past it every turn is analyzed, and what the context becomes depends on
 // the analysis.
-func (s *Operator) forecast(_ context.Context, c *conv.Conversation, _ int, _ *TokenCache, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
-	return operatorForecast(s.op, s.an, s.gate, s.memory.Hash, c, fcs, f)
+func (s *Operator) forecast(_ context.Context, c *conv.Conversation, _ int, _ *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	return operatorForecast(s.op, s.an, s.gate, s.sheet.Hash, c, fcs, f)
 }
 
-func (s *onlineOperator) forecast(_ context.Context, c *conv.Conversation, _ int, _ *TokenCache, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+func (s *onlineOperator) forecast(_ context.Context, c *conv.Conversation, _ int, _ *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
 	return operatorForecast(s.op, s.an, s.gate, "online", c, fcs, f)
 }
 
-func operatorForecast(op string, an *analyze.Analyzer, g Gate, memory string, c *conv.Conversation, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+func operatorForecast(op string, an *analyze.Analyzer, g Gate, memory string, c *conv.Conversation, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
 	var calls []pipeline.Call
 	out := make([]turnForecast, 0, len(fcs))
 	for _, x := range fcs {
@@ -183,8 +184,8 @@ func operatorForecast(op string, an *analyze.Analyzer, g Gate, memory string, c 
 			continue
 		}
 		calls = append(calls, analysisCalls(an, memory, c, x, f)...)
-		if op == OpRewrite {
-			calls = append(calls, pipeline.Call{Role: analyzerRole(an), Key: pipeline.KeyOf(OpRewrite, an.Version(), memory, c.ID, strconv.Itoa(x.Turn)),
+		if op == curated.OpRewrite {
+			calls = append(calls, pipeline.Call{Role: analyzerRole(an), Key: pipeline.KeyOf(curated.OpRewrite, an.Version(), memory, c.ID, strconv.Itoa(x.Turn)),
 				PromptTokens: templateTokens + specTokens + evaluateTokens + x.Tokens, CompletionTokens: rewriteTokens})
 		}
 		out = append(out, turnForecast{turn: x.Turn, tokens: x.Tokens})
@@ -194,7 +195,7 @@ func operatorForecast(op string, an *analyze.Analyzer, g Gate, memory string, c 
 
 // forecast: one summary call per assistant reply before the last curated
 // turn, each reused by every later turn.
-func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int, tc *TokenCache, fcs []Context, _ *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, _ *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
 	sel, _ := selectTurns(c, from)
 	if len(sel) == 0 {
 		return nil, nil
@@ -205,11 +206,11 @@ func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int,
 	for i := 0; i < sel[len(sel)-1].User; i++ {
 		m := c.Messages[i]
 		if m.Role == conv.User {
-			lastUser = tc.Message(i)
+			lastUser = ws.Message(i)
 		}
 		if isAssistantSide(m.Role) {
 			calls = append(calls, pipeline.Call{Role: role, Key: pipeline.KeyOf("summary", s.version, c.ID, strconv.Itoa(i)),
-				PromptTokens: templateTokens + lastUser + tc.Message(i), CompletionTokens: summaryTokens})
+				PromptTokens: templateTokens + lastUser + ws.Message(i), CompletionTokens: summaryTokens})
 		}
 	}
 	out := make([]turnForecast, len(fcs))
@@ -217,7 +218,7 @@ func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int,
 		n := x.Tokens
 		for i := 0; i < sel[k].User; i++ {
 			if isAssistantSide(c.Messages[i].Role) {
-				n += summaryOfReply - tc.Message(i)
+				n += summaryOfReply - ws.Message(i)
 			}
 		}
 		out[k] = turnForecast{turn: x.Turn, tokens: max(n, 0)}
@@ -228,8 +229,8 @@ func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int,
 // forecast: with the classify units in the run the choice is made as the
 // run would make it (no call); without them each turn is fc or ao, not
 // known which.
-func (s *Adaptive) forecast(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache, fcs []Context, _ *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
-	if xs, err := s.Contexts(ctx, c, from, tc); err == nil {
+func (s *Adaptive) forecast(ctx context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, _ *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	if xs, err := s.Contexts(ctx, c, from, ws); err == nil {
 		return known(c, xs), nil
 	}
 	out := make([]turnForecast, len(fcs))
@@ -241,15 +242,15 @@ func (s *Adaptive) forecast(ctx context.Context, c *conv.Conversation, from int,
 
 // forecast: the inner strategy's, with the registry block (whose content
 // the constraints stage decides) making each context its own.
-func (s *constraintsOverlay) forecast(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache, fcs []Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
-	if xs, err := s.Contexts(ctx, c, from, tc); err == nil {
+func (s *constraintsOverlay) forecast(ctx context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	if xs, err := s.Contexts(ctx, c, from, ws); err == nil {
 		return known(c, xs), nil
 	}
 	var turns []turnForecast
 	var calls []pipeline.Call
 	if fo, ok := s.inner.(forecaster); ok {
-		turns, calls = fo.forecast(ctx, c, from, tc, fcs, f)
-	} else if xs, err := s.inner.Contexts(ctx, c, from, tc); err == nil {
+		turns, calls = fo.forecast(ctx, c, from, ws, fcs, f)
+	} else if xs, err := s.inner.Contexts(ctx, c, from, ws); err == nil {
 		turns = known(c, xs)
 	}
 	for i := range turns {

@@ -23,7 +23,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	tc := curate.NewTokenCache(c, counter) // one per conversation, shared by the strategies
+	tc := curate.NewWorkspace(c, counter) // one per conversation, shared by the strategies
 	for _, s := range strategies {
 		ctxs, err := s.Contexts(context.Background(), c, curate.DefaultFrom, tc)
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/conv"
-	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 func TestFillerIsDeterministicAndLengthMatched(t *testing.T) {
@@ -44,7 +44,7 @@ func TestFillerIsDeterministicAndLengthMatched(t *testing.T) {
 		checkContext(t, c, x)
 	}
 
-	msgs := curate.Materialize(c, last.Parts)
+	msgs := curated.Materialize(c, last.Parts)
 	cnt := counter(t)
 	for i, m := range c.Messages[:len(c.Messages)-1] {
 		got := msgs[i+1] // after the system message
@@ -65,7 +65,7 @@ func TestFillerIsDeterministicAndLengthMatched(t *testing.T) {
 	// Another conversation draws different filler.
 	c2 := *c
 	c2.ID = "filler-2"
-	other := curate.Materialize(&c2, curateAll(t, s, &c2, 4)[0].Parts)
+	other := curated.Materialize(&c2, curateAll(t, s, &c2, 4)[0].Parts)
 	if other[2].Content == msgs[2].Content {
 		t.Errorf("two conversations got identical filler: %q", other[2].Content)
 	}
@@ -78,7 +78,7 @@ func TestFillerTracksManyLengths(t *testing.T) {
 		reply := strings.Repeat("word ", n)
 		c := build("len", "", "user", "q", "assistant", reply, "user", "q2")
 		x := curateAll(t, s, c, 2)[0]
-		got := cnt.Count(curate.Materialize(c, x.Parts)[1].Content)
+		got := cnt.Count(curated.Materialize(c, x.Parts)[1].Content)
 		want := cnt.Count(reply)
 		if d := got - want; d < -2 || d > 2 {
 			t.Errorf("reply of %d tokens got %d tokens of filler", want, got)

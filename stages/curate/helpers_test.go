@@ -8,6 +8,7 @@ import (
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // sharedCounter is built once per test binary: loading a BPE table takes a
@@ -32,9 +33,9 @@ func build(id, system string, rc ...string) *conv.Conversation {
 	return c
 }
 
-func curateAll(tb testing.TB, s curate.Strategy, c *conv.Conversation, from int) []curate.Context {
+func curateAll(tb testing.TB, s curate.Strategy, c *conv.Conversation, from int) []curated.Context {
 	tb.Helper()
-	xs, err := s.Contexts(context.Background(), c, from, curate.NewTokenCache(c, counter(tb)))
+	xs, err := s.Contexts(context.Background(), c, from, curate.NewWorkspace(c, counter(tb)))
 	if err != nil {
 		tb.Fatal(err)
 	}

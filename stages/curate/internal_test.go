@@ -7,6 +7,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 func TestNoteForDefaultPlaceholder(t *testing.T) {
@@ -29,47 +30,13 @@ func TestFillPrefixMatchesWholeCounts(t *testing.T) {
 		}
 		for k := range 8 {
 			c := &conv.Conversation{ID: fmt.Sprintf("conversation-%d", k), Messages: []conv.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}}
-			tc := NewTokenCache(c, counter)
+			tc := NewWorkspace(c, counter)
 			for _, w := range []int{1, 2, 3, 7, 19, 40, 41, 64, 99, 150, 151, 300, 2} {
 				got, ok := tc.fillPrefix(k, w)
-				if want := counter.Count(fillerText(c.ID, k, w)); got != want || !ok {
+				if want := counter.Count(curated.FillerText(c.ID, k, w)); got != want || !ok {
 					t.Errorf("%s, %s message %d, %d words: fillPrefix %d (%v), whole count %d", enc, c.ID, k, w, got, ok, want)
 				}
 			}
-		}
-	}
-}
-
-// TestFillerWordsMatchWholeCounts checks the per-word filler table against
-// tokenizing the text, for every encoding: short and long cuts (past
-// tokens.MaxRun, where Count cuts the text itself), and every sentence of the
-// corpus at the start of a text.
-func TestFillerWordsMatchWholeCounts(t *testing.T) {
-	for _, enc := range tokens.Encodings() {
-		counter, err := tokens.New(enc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fw := newFillerWords(counter)
-		starts := map[int]bool{}
-		for id := range 300 {
-			cid := fmt.Sprintf("c%d", id)
-			for k := range fillerStream(cid, id%7) {
-				starts[k] = true
-				break
-			}
-			lens := []int{0, 1, 2, 3, 5, 17, 60, 250}
-			if id < 6 {
-				lens = append(lens, 1500)
-			}
-			for _, w := range lens {
-				if got, want := fw.count(cid, id%7, w), counter.Count(fillerText(cid, id%7, w)); got != want {
-					t.Fatalf("%s, %s message %d, %d words: table %d, counting the text %d", enc, cid, id%7, w, got, want)
-				}
-			}
-		}
-		if len(starts) != len(fillerSentences) {
-			t.Fatalf("%s: %d of %d sentences began a text; use more conversations", enc, len(starts), len(fillerSentences))
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/stages/analyze/analyzetest"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // last_turns keeps only the final turns of each conversation; the contexts
@@ -53,7 +54,7 @@ func TestStageLastTurns(t *testing.T) {
 				whole := curateAll(t, strategies[i], c, tc.from)
 				byTurn := map[int]string{}
 				for _, x := range whole {
-					b, _ := curate.EncodeContext(x)
+					b, _ := curated.EncodeContext(x)
 					byTurn[x.Turn] = string(b)
 				}
 				var turns []int
@@ -92,13 +93,13 @@ func TestStageLastTurnIsAReplay(t *testing.T) {
 	if len(us) != 1 || us[0].Turn != 7 || us[0].Failed {
 		t.Fatalf("units: %+v", us)
 	}
-	x, err := curate.DecodeContext(us[0].Output)
+	x, err := curated.DecodeContext(us[0].Output)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Curating every turn, the cap (3) is spent by turn 6 and turn 7 only
 	// continues; replaying turn 7 alone, the operator acts on it.
-	if x.Info.Action != curate.ActionReset || x.Info.Resets != 1 || !x.Info.Analyzed {
+	if x.Info.Action != curated.ActionReset || x.Info.Resets != 1 || !x.Info.Analyzed {
 		t.Fatalf("turn 7 replayed: %+v", x.Info)
 	}
 	if s, e := f.count(analyzetest.KindSpec), f.count(analyzetest.KindEvaluate); s != 1 || e != 1 {

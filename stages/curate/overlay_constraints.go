@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // ConstraintsStage is the stage whose units carry the session-constraint
@@ -68,8 +69,8 @@ func (s *constraintsOverlay) Version() string {
 	return s.inner.Version() + ";constraints=" + s.up.String() + ";ct1"
 }
 
-func (s *constraintsOverlay) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
-	xs, ierr := s.inner.Contexts(ctx, c, from, tc)
+func (s *constraintsOverlay) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
+	xs, ierr := s.inner.Contexts(ctx, c, from, ws)
 	if ierr != nil {
 		if _, ok := ierr.(*TurnError); !ok {
 			return nil, ierr
@@ -79,7 +80,7 @@ func (s *constraintsOverlay) Contexts(ctx context.Context, c *conv.Conversation,
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Context, 0, len(xs))
+	out := make([]curated.Context, 0, len(xs))
 	for _, x := range xs {
 		u, ok := units.done[x.Turn]
 		if !ok {
@@ -94,11 +95,11 @@ func (s *constraintsOverlay) Contexts(ctx context.Context, c *conv.Conversation,
 			x.Info.Operator = s.inner.Name()
 		}
 		if len(cu.Registry) > 0 {
-			block := TextPart(conv.User, ConstraintsText(cu.Registry))
+			block := curated.TextPart(conv.User, ConstraintsText(cu.Registry))
 			block.Join = true
 			parts := append(x.Parts[:len(x.Parts):len(x.Parts)], block)
 			x.Parts = parts
-			x.Tokens = tc.Total(parts)
+			x.Tokens = ws.Total(parts)
 			x.Info.Constraints = len(cu.Registry)
 		}
 		out = append(out, x)

@@ -55,7 +55,7 @@ func TestPropertyTotalsMatchDirectCounts(t *testing.T) {
 	for k := range n {
 		c := randomConversation(r, k)
 		from := r.IntN(4)
-		tc := curate.NewTokenCache(c, counter(t)) // shared by all strategies, as in a run
+		tc := curate.NewWorkspace(c, counter(t)) // shared by all strategies, as in a run
 		for _, name := range curate.Names() {
 			xs, err := mustStrategy(t, name).Contexts(context.Background(), c, from, tc)
 			if err != nil {
@@ -86,7 +86,7 @@ func TestContextsStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, name := range curate.Names() {
-		_, err := mustStrategy(t, name).Contexts(ctx, plain, 1, curate.NewTokenCache(plain, counter(t)))
+		_, err := mustStrategy(t, name).Contexts(ctx, plain, 1, curate.NewWorkspace(plain, counter(t)))
 		if err == nil {
 			t.Errorf("%s: no error on a cancelled context", name)
 		}

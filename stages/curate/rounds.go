@@ -1,6 +1,10 @@
 package curate
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ac3/ac3/stages/curate/curated"
+)
 
 // BatchRounds is how many batch rounds the stage takes in batch mode over
 // the given number of conversations when every answer parses the first
@@ -42,7 +46,7 @@ func strategyRounds(st Strategy) int {
 }
 
 func operatorRounds(op string, analysis int) int {
-	if op == OpRewrite {
+	if op == curated.OpRewrite {
 		return analysis + 1
 	}
 	return analysis
@@ -66,13 +70,13 @@ func (s *OnlineStage) BatchRounds(conversations int64) (rounds int64, sequential
 	for _, st := range s.order {
 		if UsesOnlineMemory(st) {
 			online = true
-			rewrite = rewrite || st.Name() == OpRewrite || st.Name() == OpRewrite+"+constraints"
+			rewrite = rewrite || st.Name() == curated.OpRewrite || st.Name() == curated.OpRewrite+"+constraints"
 		}
 	}
 	if !online {
 		return rounds, ""
 	}
-	per := int64(s.mem.an.Depth() - 1 + 2)
+	per := int64(s.mem.Analyzer().Depth() - 1 + 2)
 	chain := 1 + per*conversations
 	if rewrite {
 		chain++

@@ -11,6 +11,7 @@ import (
 	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/analyze"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // StageName is the curate stage's name in unit keys, status and exports.
@@ -18,7 +19,7 @@ const StageName = "curate"
 
 // Stage runs strategies as a pipeline stage: one variant per strategy, one
 // unit per (conversation, turn, strategy) whose output is the encoded
-// Context. All pending strategies of a conversation share one TokenCache, so
+// Context. All pending strategies of a conversation share one Workspace, so
 // each message is tokenized once however many strategies run.
 type Stage struct {
 	byName  map[string]Strategy
@@ -32,7 +33,7 @@ type Stage struct {
 	// fillerWords is the filler strategy's per-word token table for
 	// counter's encoding, built on first use and shared by every
 	// conversation.
-	fillerWords func() *fillerWords
+	fillerWords func() *curated.FillerWords
 }
 
 // NewStage returns the stage for strategies, counting tokens with counter and
@@ -42,7 +43,7 @@ func NewStage(strategies []Strategy, counter *tokens.Counter, from int) *Stage {
 		from = DefaultFrom
 	}
 	s := &Stage{byName: map[string]Strategy{}, order: strategies, counter: counter, from: from}
-	s.fillerWords = sync.OnceValue(func() *fillerWords { return newFillerWords(counter) })
+	s.fillerWords = sync.OnceValue(func() *curated.FillerWords { return curated.NewFillerWords(counter) })
 	for _, st := range strategies {
 		s.byName[st.Name()] = st
 	}
@@ -150,22 +151,22 @@ func analyzerOf(st Strategy) *analyze.Analyzer {
 
 // Process implements pipeline.Stage.
 func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
-	tc := s.tokenCache(t)
-	return s.processWith(ctx, t, tc)
+	ws := s.workspace(t)
+	return s.processWith(ctx, t, ws)
 }
 
-// tokenCache returns a new token cache for t's conversation that shares the
+// workspace returns a new workspace for t's conversation that shares the
 // stage's filler table.
-func (s *Stage) tokenCache(t pipeline.Task) *TokenCache {
-	tc := NewTokenCache(t.Conv, s.counter)
-	tc.SetRetry(t.Retry)
-	tc.words = s.fillerWords()
-	return tc
+func (s *Stage) workspace(t pipeline.Task) *Workspace {
+	ws := NewWorkspace(t.Conv, s.counter)
+	ws.SetRetry(t.Retry)
+	ws.words = s.fillerWords()
+	return ws
 }
 
-// processWith curates every variant of t with a prepared token cache (the
+// processWith curates every variant of t with a prepared workspace (the
 // online memory puts the conversation's cheatsheet in it first).
-func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache) ([]pipeline.Result, error) {
+func (s *Stage) processWith(ctx context.Context, t pipeline.Task, ws *Workspace) ([]pipeline.Result, error) {
 	out := make([]pipeline.Result, 0, len(t.Variants))
 	from := s.turns().First(t.Conv.UserTurns())
 	// A request deferred to a batch does not stop the other strategies:
@@ -180,7 +181,7 @@ func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache
 			out = append(out, pipeline.Result{Variant: v})
 			continue
 		}
-		ctxs, err := st.Contexts(ctx, t.Conv, from, tc)
+		ctxs, err := st.Contexts(ctx, t.Conv, from, ws)
 		if errors.Is(err, llm.ErrDeferred) {
 			if deferred == nil {
 				deferred = fmt.Errorf("curating %s with %s: %w", t.Conv.ID, v.Name, err)
@@ -193,7 +194,7 @@ func (s *Stage) processWith(ctx context.Context, t pipeline.Task, tc *TokenCache
 		}
 		units := make([]pipeline.Unit, len(ctxs), len(ctxs)+1)
 		for i, x := range ctxs {
-			b, err := EncodeContext(x)
+			b, err := curated.EncodeContext(x)
 			if err != nil {
 				return nil, err
 			}

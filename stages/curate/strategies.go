@@ -1,8 +1,11 @@
 package curate
 
 import (
+	"context"
+
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // selectTurns returns the turns of c numbered from or later (from < 1 counts
@@ -21,39 +24,69 @@ func selectTurns(c *conv.Conversation, from int) (sel, all []conv.Turn) {
 // systemHead is the opening every strategy keeps: the conversation's system
 // message when it has one. Keeping it everywhere means a comparison between
 // strategies varies the history only, never the operator's instructions.
-func systemHead(c *conv.Conversation, tc *TokenCache) ([]Part, int) {
+func systemHead(c *conv.Conversation, ws *Workspace) ([]curated.Part, int) {
 	if c.System == "" {
 		return nil, 0
 	}
-	return []Part{SystemPart()}, tc.Cost(conv.System, tc.System())
+	return []curated.Part{curated.SystemPart()}, ws.Cost(conv.System, ws.System())
 }
 
 // messageCost is what original message i costs in a request.
-func messageCost(c *conv.Conversation, tc *TokenCache, i int) int {
-	return tc.Cost(c.Messages[i].Role, tc.Message(i))
+func messageCost(c *conv.Conversation, ws *Workspace, i int) int {
+	return ws.Cost(c.Messages[i].Role, ws.Message(i))
+}
+
+// messageView is the start fc, filler and ao share: the turns numbered from
+// or later and, for every message up to the last of their user messages,
+// the part that stands for it in a context and its cost. alt (nil: none)
+// may put something else in message i's place, called in message order;
+// ok false keeps the message as logged. sel is empty when there is no
+// such turn.
+func messageView(ctx context.Context, c *conv.Conversation, from int, ws *Workspace, alt func(i int) (p curated.Part, cost int, ok bool)) (sel []conv.Turn, view []curated.Part, cost []int, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	sel, _ = selectTurns(c, from)
+	if len(sel) == 0 {
+		return nil, nil, nil, nil
+	}
+	last := sel[len(sel)-1].User
+	view = make([]curated.Part, last+1)
+	cost = make([]int, last+1)
+	for i := range view {
+		if alt != nil {
+			if p, n, ok := alt(i); ok {
+				view[i], cost[i] = p, n
+				continue
+			}
+		}
+		view[i] = curated.MessagePart(i)
+		cost[i] = messageCost(c, ws, i)
+	}
+	return sel, view, cost, nil
 }
 
 // prefixContexts builds, for each turn in sel, the context head + view[0..u_t]
 // where view[i] stands for original message i and costs cost[i]. All contexts
 // share one backing array (each is a capped prefix of it) and totals are
 // running sums, so the work is linear in the conversation.
-func prefixContexts(name string, sel []conv.Turn, head []Part, headCost int, view []Part, cost []int) []Context {
+func prefixContexts(name string, sel []conv.Turn, head []curated.Part, headCost int, view []curated.Part, cost []int) []curated.Context {
 	if len(sel) == 0 {
 		return nil
 	}
 	last := sel[len(sel)-1].User
-	parts := make([]Part, 0, len(head)+last+1)
+	parts := make([]curated.Part, 0, len(head)+last+1)
 	parts = append(parts, head...)
 	parts = append(parts, view[:last+1]...)
-	headMsgs := messageCount(head)
-	out := make([]Context, 0, len(sel))
+	headMsgs := curated.MessageCount(head)
+	out := make([]curated.Context, 0, len(sel))
 	sum, next := tokens.ReplyPrimer+headCost, 0
 	for _, t := range sel {
 		for ; next <= t.User; next++ {
 			sum += cost[next]
 		}
 		n := len(head) + t.User + 1
-		out = append(out, Context{Strategy: name, Turn: t.Index, Parts: parts[:n:n], Tokens: sum, Messages: headMsgs + t.User + 1})
+		out = append(out, curated.Context{Strategy: name, Turn: t.Index, Parts: parts[:n:n], Tokens: sum, Messages: headMsgs + t.User + 1})
 	}
 	return out
 }

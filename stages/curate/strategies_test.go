@@ -7,34 +7,35 @@ import (
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // Shorthands for expected parts.
-func ref(i int) curate.Part { return curate.MessagePart(i) }
-func refs(from, to int) []curate.Part {
-	var ps []curate.Part
+func ref(i int) curated.Part { return curated.MessagePart(i) }
+func refs(from, to int) []curated.Part {
+	var ps []curated.Part
 	for i := from; i <= to; i++ {
 		ps = append(ps, ref(i))
 	}
 	return ps
 }
-func sys() curate.Part { return curate.SystemPart() }
-func ph(role conv.Role) curate.Part {
-	return curate.TextPart(role, curate.DefaultPlaceholder)
+func sys() curated.Part { return curated.SystemPart() }
+func ph(role conv.Role) curated.Part {
+	return curated.TextPart(role, curate.DefaultPlaceholder)
 }
-func note(join bool) curate.Part {
-	p := curate.TextPart(conv.System, curate.DefaultNote)
+func note(join bool) curated.Part {
+	p := curated.TextPart(conv.System, curate.DefaultNote)
 	p.Join = join
 	return p
 }
-func joined(i int) curate.Part { p := ref(i); p.Join = true; return p }
-func cat(groups ...any) []curate.Part {
-	var ps []curate.Part
+func joined(i int) curated.Part { p := ref(i); p.Join = true; return p }
+func cat(groups ...any) []curated.Part {
+	var ps []curated.Part
 	for _, g := range groups {
 		switch g := g.(type) {
-		case curate.Part:
+		case curated.Part:
 			ps = append(ps, g)
-		case []curate.Part:
+		case []curated.Part:
 			ps = append(ps, g...)
 		}
 	}
@@ -68,49 +69,49 @@ func TestStrategies(t *testing.T) {
 		strategy string
 		c        *conv.Conversation
 		from     int
-		want     [][]curate.Part // one per turn from `from` on
+		want     [][]curated.Part // one per turn from `from` on
 	}{
-		{"fc plain", "fc", plain, 1, [][]curate.Part{refs(0, 0), refs(0, 2), refs(0, 4)}},
-		{"fc system, trailing user", "fc", withSystem, 2, [][]curate.Part{cat(sys(), refs(0, 2)), cat(sys(), refs(0, 4))}},
-		{"fc consecutive users", "fc", consecutive, 1, [][]curate.Part{refs(0, 0), refs(0, 1), refs(0, 3)}},
-		{"fc keeps tool messages", "fc", tools, 2, [][]curate.Part{cat(sys(), refs(0, 4))}},
+		{"fc plain", "fc", plain, 1, [][]curated.Part{refs(0, 0), refs(0, 2), refs(0, 4)}},
+		{"fc system, trailing user", "fc", withSystem, 2, [][]curated.Part{cat(sys(), refs(0, 2)), cat(sys(), refs(0, 4))}},
+		{"fc consecutive users", "fc", consecutive, 1, [][]curated.Part{refs(0, 0), refs(0, 1), refs(0, 3)}},
+		{"fc keeps tool messages", "fc", tools, 2, [][]curated.Part{cat(sys(), refs(0, 4))}},
 
-		{"ao plain", "ao", plain, 1, [][]curate.Part{
+		{"ao plain", "ao", plain, 1, [][]curated.Part{
 			refs(0, 0),
 			cat(note(false), ref(0), ph(conv.Assistant), ref(2)),
 			cat(note(false), ref(0), ph(conv.Assistant), ref(2), ph(conv.Assistant), ref(4)),
 		}},
-		{"ao joins the note to the system message", "ao", withSystem, 1, [][]curate.Part{
+		{"ao joins the note to the system message", "ao", withSystem, 1, [][]curated.Part{
 			cat(sys(), ref(0)),
 			cat(sys(), note(true), ref(0), ph(conv.Assistant), ref(2)),
 			cat(sys(), note(true), ref(0), ph(conv.Assistant), ref(2), ph(conv.Assistant), ref(4)),
 		}},
-		{"ao consecutive users: no note before the first reply", "ao", consecutive, 1, [][]curate.Part{
+		{"ao consecutive users: no note before the first reply", "ao", consecutive, 1, [][]curated.Part{
 			refs(0, 0), refs(0, 1),
 			cat(note(false), ref(0), ref(1), ph(conv.Assistant), ref(3)),
 		}},
-		{"ao hides tool results too", "ao", tools, 2, [][]curate.Part{
+		{"ao hides tool results too", "ao", tools, 2, [][]curated.Part{
 			cat(sys(), note(true), ref(0), ph(conv.Assistant), ph(conv.Tool), ph(conv.Assistant), ref(4)),
 		}},
 
-		{"lt plain", "lt", plain, 1, [][]curate.Part{refs(0, 0), refs(0, 2), refs(2, 4)}},
-		{"lt system", "lt", withSystem, 2, [][]curate.Part{cat(sys(), refs(0, 2)), cat(sys(), refs(2, 4))}},
-		{"lt after an unanswered user message", "lt", consecutive, 2, [][]curate.Part{refs(0, 1), refs(1, 3)}},
-		{"lt keeps the whole previous exchange", "lt", tools, 2, [][]curate.Part{cat(sys(), refs(0, 4))}},
+		{"lt plain", "lt", plain, 1, [][]curated.Part{refs(0, 0), refs(0, 2), refs(2, 4)}},
+		{"lt system", "lt", withSystem, 2, [][]curated.Part{cat(sys(), refs(0, 2)), cat(sys(), refs(2, 4))}},
+		{"lt after an unanswered user message", "lt", consecutive, 2, [][]curated.Part{refs(0, 1), refs(1, 3)}},
+		{"lt keeps the whole previous exchange", "lt", tools, 2, [][]curated.Part{cat(sys(), refs(0, 4))}},
 
-		{"de plain", "de", plain, 1, [][]curate.Part{{ref(0)}, {ref(2)}, {ref(4)}}},
-		{"de system", "de", withSystem, 3, [][]curate.Part{{sys(), ref(4)}}},
-		{"de tools", "de", tools, 1, [][]curate.Part{{sys(), ref(0)}, {sys(), ref(4)}}},
+		{"de plain", "de", plain, 1, [][]curated.Part{{ref(0)}, {ref(2)}, {ref(4)}}},
+		{"de system", "de", withSystem, 3, [][]curated.Part{{sys(), ref(4)}}},
+		{"de tools", "de", tools, 1, [][]curated.Part{{sys(), ref(0)}, {sys(), ref(4)}}},
 
-		{"concat plain", "concat", plain, 1, [][]curate.Part{
+		{"concat plain", "concat", plain, 1, [][]curated.Part{
 			{ref(0)}, {ref(0), joined(2)}, {ref(0), joined(2), joined(4)},
 		}},
-		{"concat system", "concat", withSystem, 3, [][]curate.Part{{sys(), ref(0), joined(2), joined(4)}}},
-		{"concat consecutive", "concat", consecutive, 2, [][]curate.Part{{ref(0), joined(1)}, {ref(0), joined(1), joined(3)}}},
-		{"concat drops tool messages", "concat", tools, 2, [][]curate.Part{{sys(), ref(0), joined(4)}}},
+		{"concat system", "concat", withSystem, 3, [][]curated.Part{{sys(), ref(0), joined(2), joined(4)}}},
+		{"concat consecutive", "concat", consecutive, 2, [][]curated.Part{{ref(0), joined(1)}, {ref(0), joined(1), joined(3)}}},
+		{"concat drops tool messages", "concat", tools, 2, [][]curated.Part{{sys(), ref(0), joined(4)}}},
 
 		{"from beyond the last turn", "fc", plain, 9, nil},
-		{"from 0 counts as 1", "de", plain, 0, [][]curate.Part{{ref(0)}, {ref(2)}, {ref(4)}}},
+		{"from 0 counts as 1", "de", plain, 0, [][]curated.Part{{ref(0)}, {ref(2)}, {ref(4)}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,20 +135,20 @@ func TestStrategies(t *testing.T) {
 // checkContext checks what must hold for every context: it validates, its
 // counts match its materialized messages counted directly, it ends with u_t,
 // and it survives the storage codec.
-func checkContext(t *testing.T, c *conv.Conversation, x curate.Context) {
+func checkContext(t *testing.T, c *conv.Conversation, x curated.Context) {
 	t.Helper()
-	if err := curate.Validate(c, x.Parts); err != nil {
+	if err := curated.Validate(c, x.Parts); err != nil {
 		t.Fatalf("turn %d: %v", x.Turn, err)
 	}
-	msgs := curate.Materialize(c, x.Parts)
+	msgs := curated.Materialize(c, x.Parts)
 	if x.Messages != len(msgs) {
 		t.Errorf("turn %d: Messages = %d, materialized %d", x.Turn, x.Messages, len(msgs))
 	}
 	if want := counter(t).CountMessages(msgs); x.Tokens != want {
 		t.Errorf("turn %d: Tokens = %d, counting the materialized messages gives %d", x.Turn, x.Tokens, want)
 	}
-	if got := curate.NewTokenCache(c, counter(t)).Total(x.Parts); got != x.Tokens {
-		t.Errorf("turn %d: TokenCache.Total = %d, strategy said %d", x.Turn, got, x.Tokens)
+	if got := curate.NewWorkspace(c, counter(t)).Total(x.Parts); got != x.Tokens {
+		t.Errorf("turn %d: Workspace.Total = %d, strategy said %d", x.Turn, got, x.Tokens)
 	}
 	ut, _ := c.UserTurn(x.Turn)
 	lastMsg := msgs[len(msgs)-1]
@@ -157,16 +158,16 @@ func checkContext(t *testing.T, c *conv.Conversation, x curate.Context) {
 	if c.System != "" && (msgs[0].Role != conv.System || !strings.HasPrefix(msgs[0].Content, c.System)) {
 		t.Errorf("turn %d: system message not kept first: %+v", x.Turn, msgs[0])
 	}
-	data, err := curate.EncodeContext(x)
+	data, err := curated.EncodeContext(x)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := curate.DecodeContext(data)
+	back, err := curated.DecodeContext(data)
 	if err != nil {
 		t.Fatalf("decoding %s: %v", data, err)
 	}
 	if x.Parts == nil {
-		x.Parts = []curate.Part{}
+		x.Parts = []curated.Part{}
 	}
 	if !reflect.DeepEqual(back, x) {
 		t.Errorf("codec round trip:\n got %+v\nwant %+v\n via %s", back, x, data)
@@ -175,7 +176,7 @@ func checkContext(t *testing.T, c *conv.Conversation, x curate.Context) {
 
 func TestMaterialize(t *testing.T) {
 	xs := curateAll(t, mustStrategy(t, "ao"), withSystem, 3)
-	got := curate.Materialize(withSystem, xs[0].Parts)
+	got := curated.Materialize(withSystem, xs[0].Parts)
 	want := []conv.Message{
 		{Role: conv.System, Content: "You are terse.\n\n" + curate.DefaultNote},
 		{Role: conv.User, Content: "Write a haiku about rain."},
@@ -189,7 +190,7 @@ func TestMaterialize(t *testing.T) {
 	}
 
 	xs = curateAll(t, mustStrategy(t, "concat"), consecutive, 3)
-	got = curate.Materialize(consecutive, xs[0].Parts)
+	got = curated.Materialize(consecutive, xs[0].Parts)
 	want = []conv.Message{{Role: conv.User, Content: "I have a question about Go.\n\nHow do I reverse a slice?\n\nDoes it allocate?"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("concat materialized:\n got %q\nwant %q", got, want)
@@ -198,7 +199,7 @@ func TestMaterialize(t *testing.T) {
 	// fc at the last turn is exactly C_t.
 	xs = curateAll(t, mustStrategy(t, "fc"), tools, 2)
 	ct, _ := tools.ContextBefore(2)
-	if got := curate.Materialize(tools, xs[0].Parts); !reflect.DeepEqual(got, ct) {
+	if got := curated.Materialize(tools, xs[0].Parts); !reflect.DeepEqual(got, ct) {
 		t.Errorf("fc differs from ContextBefore:\n got %q\nwant %q", got, ct)
 	}
 }
@@ -207,8 +208,8 @@ func TestContextsShareNoMutableTail(t *testing.T) {
 	// Contexts of successive turns share a backing array; appending to one
 	// must not change another.
 	xs := curateAll(t, mustStrategy(t, "fc"), plain, 1)
-	before := append([]curate.Part(nil), xs[1].Parts...)
-	_ = append(xs[0].Parts, curate.TextPart(conv.User, "extra"))
+	before := append([]curated.Part(nil), xs[1].Parts...)
+	_ = append(xs[0].Parts, curated.TextPart(conv.User, "extra"))
 	if !reflect.DeepEqual(xs[1].Parts, before) {
 		t.Errorf("appending to turn 1's parts changed turn 2's: %+v", xs[1].Parts)
 	}
@@ -218,20 +219,20 @@ func TestValidateRejects(t *testing.T) {
 	cases := []struct {
 		name  string
 		c     *conv.Conversation
-		parts []curate.Part
+		parts []curated.Part
 		want  string
 	}{
-		{"out of range", plain, []curate.Part{ref(6)}, "out of range"},
-		{"system without one", plain, []curate.Part{sys()}, "no system message"},
-		{"literal without role", plain, []curate.Part{{Ref: curate.RefText, Text: "x"}}, "role"},
-		{"first part joins", plain, []curate.Part{joined(0)}, "first part"},
-		{"join across roles", plain, []curate.Part{ref(0), joined(1)}, "cannot join"},
-		{"role on a reference", plain, []curate.Part{{Ref: 0, Role: conv.User}}, "only literal"},
-		{"filler on system", withSystem, []curate.Part{{Ref: curate.RefSystem, Fill: 3}}, "fill"},
+		{"out of range", plain, []curated.Part{ref(6)}, "out of range"},
+		{"system without one", plain, []curated.Part{sys()}, "no system message"},
+		{"literal without role", plain, []curated.Part{{Ref: curated.RefText, Text: "x"}}, "role"},
+		{"first part joins", plain, []curated.Part{joined(0)}, "first part"},
+		{"join across roles", plain, []curated.Part{ref(0), joined(1)}, "cannot join"},
+		{"role on a reference", plain, []curated.Part{{Ref: 0, Role: conv.User}}, "only literal"},
+		{"filler on system", withSystem, []curated.Part{{Ref: curated.RefSystem, Fill: 3}}, "fill"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := curate.Validate(tc.c, tc.parts)
+			err := curated.Validate(tc.c, tc.parts)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Validate = %v, want an error mentioning %q", err, tc.want)
 			}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/stages/analyze"
+	"github.com/ac3/ac3/stages/curate/curated"
+	"github.com/ac3/ac3/stages/curate/memory"
 )
 
 // Strategy builds curated contexts for the turns of a conversation.
@@ -30,9 +32,9 @@ type Strategy interface {
 	// encoding, which the caller's run configuration must key separately.
 	Version() string
 	// Contexts builds the curated context before each user turn t >= from,
-	// in turn order. It may keep per-conversation state across turns. tc
-	// must be a cache for c.
-	Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error)
+	// in turn order. It may keep per-conversation state across turns. ws
+	// must be a workspace for c.
+	Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error)
 }
 
 // DefaultFrom is the first turn evaluated by default: turn 1 has no history,
@@ -76,7 +78,7 @@ type Options struct {
 	Adaptive AdaptiveOptions
 	// Memory is the cheatsheet step 2 of the analysis receives (offline
 	// regime); zero for none.
-	Memory Memory
+	Memory memory.Memory
 	// Texts replace the AC3 operators' fixed texts (the reset template,
 	// augment's note, the rewrite's frame) with users' templates.
 	Texts Texts
@@ -135,6 +137,39 @@ func ByName(name string, opts Options) (Strategy, error) {
 		return WithConstraints(base, opts.Units, opts.Constraints), nil
 	}
 	return base, nil
+}
+
+func modelByName(name string, opts Options) (Strategy, bool, error) {
+	switch name {
+	case curated.OpAugment, curated.OpReset, curated.OpGatedReset, curated.OpRewrite:
+		if opts.Analyzer == nil {
+			return nil, false, nil
+		}
+		g, ok := opts.Gates[name]
+		if !ok {
+			g = DefaultGate(name)
+		}
+		if g.Floor < 0 || g.Cap < 0 {
+			return nil, false, fmt.Errorf("building strategy %q: floor and cap must be >= 0 (got %d, %d)", name, g.Floor, g.Cap)
+		}
+		f, err := formOf(opts)
+		if err != nil {
+			return nil, false, fmt.Errorf("building strategy %q: %w", name, err)
+		}
+		return newOperator(name, opts.Analyzer, g, f, opts.Memory), true, nil
+	case "sum":
+		if opts.Analyzer == nil {
+			return nil, false, nil
+		}
+		return newSummarized(opts.Analyzer), true, nil
+	case "adaptive":
+		s, err := newAdaptive(opts)
+		if errors.Is(err, errAdaptiveInputs) {
+			return nil, false, nil
+		}
+		return s, err == nil, err
+	}
+	return nil, false, nil
 }
 
 func baseByName(spec Spec, opts Options) (Strategy, error) {

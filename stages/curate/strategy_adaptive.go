@@ -2,11 +2,16 @@ package curate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/stages/curate/curated"
+	"github.com/ac3/ac3/stages/curate/policy"
 )
 
 // ClassifyStage is the stage whose units carry turn types.
@@ -31,7 +36,13 @@ type AdaptiveOptions struct {
 	// pressure; raise Lambda to trade quality for tokens).
 	Lambda, Tau float64
 	// Fitted is the model 'ac3 policy fit' stored; PolicyScored needs it.
-	Fitted *Policy
+	Fitted *policy.Policy
+}
+
+// classifyUnit is the part of a classify unit adaptive reads.
+type classifyUnit struct {
+	Type string   `json:"type"`
+	Refs []string `json:"refs"`
 }
 
 var errAdaptiveInputs = errors.New("adaptive needs its inputs")
@@ -78,25 +89,13 @@ func (*Adaptive) Name() string { return "adaptive" }
 // the classify variant read.
 func (s *Adaptive) Version() string { return s.version }
 
-// TurnFeatures are what the scored policy knows about a turn.
-type TurnFeatures struct {
-	Turn       int
-	FCTokens   int
-	AOTokens   int
-	AsstTokens int // tokens of the assistant-side messages before u_t
-	TurnType   string
-	// RefsAssistant is whether classify said u_t refers back to an
-	// assistant turn; RefsAny whether it refers back at all.
-	RefsAssistant, RefsAny bool
-}
-
 // Contexts builds fc and ao for each turn t >= from and keeps one.
-func (s *Adaptive) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
-	fcs, err := FullContext{}.Contexts(ctx, c, from, tc)
+func (s *Adaptive) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
+	fcs, err := FullContext{}.Contexts(ctx, c, from, ws)
 	if err != nil {
 		return nil, err
 	}
-	aos, err := s.ao.Contexts(ctx, c, from, tc)
+	aos, err := s.ao.Contexts(ctx, c, from, ws)
 	if err != nil {
 		return nil, err
 	}
@@ -121,15 +120,15 @@ func (s *Adaptive) Contexts(ctx context.Context, c *conv.Conversation, from int,
 	sel, _ := selectTurns(c, from)
 	asst := 0
 	next := 0
-	out := make([]Context, 0, len(fcs))
+	out := make([]curated.Context, 0, len(fcs))
 	for k, tr := range sel {
 		for ; next < tr.User; next++ {
 			if isAssistantSide(c.Messages[next].Role) {
-				asst += messageCost(c, tc, next)
+				asst += messageCost(c, ws, next)
 			}
 		}
 		cu, known := types[tr.Index]
-		info := Info{Operator: "adaptive", TurnType: cu.Type}
+		info := curated.Info{Operator: "adaptive", TurnType: cu.Type}
 		useAO := false
 		switch s.opts.Policy {
 		case PolicyOmitOnNewAsk:
@@ -146,7 +145,7 @@ func (s *Adaptive) Contexts(ctx context.Context, c *conv.Conversation, from int,
 			}
 			useAO = cu.Type == "new_ask"
 		case PolicyScored:
-			f := TurnFeatures{Turn: tr.Index, FCTokens: fcs[k].Tokens, AOTokens: aos[k].Tokens, AsstTokens: asst, TurnType: cu.Type}
+			f := policy.TurnFeatures{Turn: tr.Index, FCTokens: fcs[k].Tokens, AOTokens: aos[k].Tokens, AsstTokens: asst, TurnType: cu.Type}
 			f.RefsAny, f.RefsAssistant = refsFlags(cu.Refs)
 			score := s.opts.Fitted.Score(f, s.opts.Lambda)
 			info.Scored, info.Score = true, score
@@ -177,4 +176,74 @@ func refsFlags(refs []string) (anyRef, assistant bool) {
 		}
 	}
 	return anyRef, assistant
+}
+
+func decodeJSON(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// FeaturesOf computes the scored policy's features for turn t of c, as
+// adaptive computes them while curating; classify is the turn's classify
+// unit output (nil when unknown). 'ac3 policy fit' uses it on judged turns.
+func FeaturesOf(ctx context.Context, c *conv.Conversation, t int, ws *Workspace, classify []byte) (policy.TurnFeatures, error) {
+	f := policy.TurnFeatures{Turn: t}
+	fcs, err := FullContext{}.Contexts(ctx, c, t, ws)
+	if err != nil || len(fcs) == 0 {
+		return f, fmt.Errorf("computing features of turn %d of %s: no such turn", t, c.ID)
+	}
+	aos, err := NewAssistantOmission(Options{}).Contexts(ctx, c, t, ws)
+	if err != nil || len(aos) == 0 {
+		return f, fmt.Errorf("computing features of turn %d of %s: no such turn", t, c.ID)
+	}
+	f.FCTokens, f.AOTokens = fcs[0].Tokens, aos[0].Tokens
+	user := -1
+	for _, tr := range c.Turns() {
+		if tr.Index == t {
+			user = tr.User
+		}
+	}
+	for i := 0; i < user; i++ {
+		if isAssistantSide(c.Messages[i].Role) {
+			f.AsstTokens += messageCost(c, ws, i)
+		}
+	}
+	if classify != nil {
+		var cu classifyUnit
+		if err := json.Unmarshal(classify, &cu); err == nil {
+			f.TurnType = cu.Type
+			f.RefsAny, f.RefsAssistant = refsFlags(cu.Refs)
+		}
+	}
+	return f, nil
+}
+
+// PolicyFeatures computes the scored policy's features of judged turns for
+// policy.FitRun, as FeaturesOf does, with one workspace per conversation
+// counting with counter. classify names the classify variant whose turn
+// types and references become features (zero when the run has none: those
+// features are then zero); its units are read from units.
+func PolicyFeatures(units UnitSource, classify Upstream, counter *tokens.Counter) policy.FeatureFunc {
+	workspaces := map[string]*Workspace{}
+	return func(ctx context.Context, c *conv.Conversation, t int) (policy.TurnFeatures, bool, error) {
+		ws, ok := workspaces[c.ID]
+		if !ok {
+			ws = NewWorkspace(c, counter)
+			workspaces[c.ID] = ws
+		}
+		var cls []byte
+		if classify.Variant != "" {
+			us, err := units.ConversationUnits(ctx, ClassifyStage, c.ID, t)
+			if err != nil {
+				return policy.TurnFeatures{}, false, err
+			}
+			for _, u := range us {
+				if u.Variant == classify.Variant && u.Version == classify.Version && u.Status == ledger.Done {
+					cls = u.Output
+				}
+			}
+		}
+		f, err := FeaturesOf(ctx, c, t, ws, cls)
+		if err != nil {
+			return f, false, nil
+		}
+		return f, true, nil
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // DefaultPlaceholder stands in for each hidden assistant reply or tool result
@@ -114,32 +115,21 @@ func (s AssistantOmission) Placeholder() string { return s.placeholder }
 func (s AssistantOmission) Note() string { return s.note }
 
 // Contexts builds the ao context for each turn t >= from.
-func (s AssistantOmission) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
-	if err := ctx.Err(); err != nil {
+func (s AssistantOmission) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
+	first := -1 // index of the first placeholder
+	sel, view, cost, err := messageView(ctx, c, from, ws, func(i int) (curated.Part, int, bool) {
+		m := c.Messages[i]
+		if !isAssistantSide(m.Role) {
+			return curated.Part{}, 0, false
+		}
+		if first < 0 {
+			first = i
+		}
+		return curated.TextPart(m.Role, s.placeholder), ws.Cost(m.Role, ws.Text(s.placeholder)), true
+	})
+	if err != nil || len(sel) == 0 {
 		return nil, err
 	}
-	sel, _ := selectTurns(c, from)
-	if len(sel) == 0 {
-		return nil, nil
-	}
-	last := sel[len(sel)-1].User
-	view := make([]Part, last+1)
-	cost := make([]int, last+1)
-	first := -1 // index of the first placeholder
-	for i := range view {
-		m := c.Messages[i]
-		if isAssistantSide(m.Role) {
-			view[i] = TextPart(m.Role, s.placeholder)
-			cost[i] = tc.Cost(m.Role, tc.Text(s.placeholder))
-			if first < 0 {
-				first = i
-			}
-			continue
-		}
-		view[i] = MessagePart(i)
-		cost[i] = messageCost(c, tc, i)
-	}
-
 	// Turns up to the first placeholder need no note; the rest get it.
 	split := len(sel)
 	if first >= 0 {
@@ -148,21 +138,21 @@ func (s AssistantOmission) Contexts(ctx context.Context, c *conv.Conversation, f
 			split++
 		}
 	}
-	head, headCost := systemHead(c, tc)
+	head, headCost := systemHead(c, ws)
 	out := prefixContexts(s.Name(), sel[:split], head, headCost, view, cost)
 	if split < len(sel) {
-		noted, notedCost := s.notedHead(c, tc)
+		noted, notedCost := s.notedHead(c, ws)
 		out = append(out, prefixContexts(s.Name(), sel[split:], noted, notedCost, view, cost)...)
 	}
 	return out, nil
 }
 
 // notedHead is the system message with the note joined on, or the note alone.
-func (s AssistantOmission) notedHead(c *conv.Conversation, tc *TokenCache) ([]Part, int) {
-	note := TextPart(conv.System, s.note)
+func (s AssistantOmission) notedHead(c *conv.Conversation, ws *Workspace) ([]curated.Part, int) {
+	note := curated.TextPart(conv.System, s.note)
 	if c.System == "" {
-		return []Part{note}, tc.Cost(conv.System, tc.Text(s.note))
+		return []curated.Part{note}, ws.Cost(conv.System, ws.Text(s.note))
 	}
 	note.Join = true
-	return []Part{SystemPart(), note}, tc.Cost(conv.System, tc.Text(c.System+JoinSeparator+s.note))
+	return []curated.Part{curated.SystemPart(), note}, ws.Cost(conv.System, ws.Text(c.System+curated.JoinSeparator+s.note))
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // ConcatUser is concat: the system message, then one user message holding
@@ -25,7 +26,7 @@ func (ConcatUser) Name() string { return "concat" }
 func (ConcatUser) Version() string { return "1" }
 
 // Contexts builds the concat context for each turn t >= from.
-func (s ConcatUser) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
+func (s ConcatUser) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -33,16 +34,16 @@ func (s ConcatUser) Contexts(ctx context.Context, c *conv.Conversation, from int
 	if len(sel) == 0 {
 		return nil, nil
 	}
-	head, headCost := systemHead(c, tc)
+	head, headCost := systemHead(c, ws)
 	last := sel[len(sel)-1].Index
-	parts := make([]Part, 0, len(head)+last)
+	parts := make([]curated.Part, 0, len(head)+last)
 	parts = append(parts, head...)
 	for k := range last {
-		p := MessagePart(all[k].User)
+		p := curated.MessagePart(all[k].User)
 		p.Join = k > 0
 		parts = append(parts, p)
 	}
-	out := make([]Context, 0, len(sel))
+	out := make([]curated.Context, 0, len(sel))
 	for _, t := range sel {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -50,13 +51,13 @@ func (s ConcatUser) Contexts(ctx context.Context, c *conv.Conversation, from int
 		n := len(head) + t.Index
 		var content int
 		if t.Index == 1 {
-			content = tc.Message(t.User)
+			content = ws.Message(t.User)
 		} else {
-			content = tc.Counter().Count(groupContent(c, parts[len(head):n]))
+			content = ws.Counter().Count(curated.GroupContent(c, parts[len(head):n]))
 		}
-		out = append(out, Context{
+		out = append(out, curated.Context{
 			Strategy: s.Name(), Turn: t.Index, Parts: parts[:n:n], Messages: len(head) + 1,
-			Tokens: tokens.ReplyPrimer + headCost + tc.Cost(conv.User, content),
+			Tokens: tokens.ReplyPrimer + headCost + ws.Cost(conv.User, content),
 		})
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // FullContext is fc: the system message and every message before u_t, then
@@ -18,21 +19,11 @@ func (FullContext) Name() string { return "fc" }
 func (FullContext) Version() string { return "1" }
 
 // Contexts builds C_t for each turn t >= from.
-func (s FullContext) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
-	if err := ctx.Err(); err != nil {
+func (s FullContext) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
+	sel, view, cost, err := messageView(ctx, c, from, ws, nil)
+	if err != nil || len(sel) == 0 {
 		return nil, err
 	}
-	sel, _ := selectTurns(c, from)
-	if len(sel) == 0 {
-		return nil, nil
-	}
-	last := sel[len(sel)-1].User
-	view := make([]Part, last+1)
-	cost := make([]int, last+1)
-	for i := range view {
-		view[i] = MessagePart(i)
-		cost[i] = messageCost(c, tc, i)
-	}
-	head, headCost := systemHead(c, tc)
+	head, headCost := systemHead(c, ws)
 	return prefixContexts(s.Name(), sel, head, headCost, view, cost), nil
 }

@@ -2,14 +2,10 @@ package curate
 
 import (
 	"context"
-	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
-
-// fillerVersion changes whenever fillerSentences or the way words are drawn
-// from them changes.
-const fillerVersion = "1"
 
 // Filler is the filler diagnostic: fc with each earlier assistant or tool
 // message replaced by neutral text about as long in tokens, keeping its
@@ -28,32 +24,23 @@ type Filler struct{}
 func (Filler) Name() string { return "filler" }
 
 // Version returns the version of filler's output.
-func (Filler) Version() string { return fillerVersion }
+func (Filler) Version() string { return curated.FillerVersion }
 
 // Contexts builds the filler context for each turn t >= from.
-func (s Filler) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
-	if err := ctx.Err(); err != nil {
+func (s Filler) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
+	sel, view, cost, err := messageView(ctx, c, from, ws, func(i int) (curated.Part, int, bool) {
+		m := c.Messages[i]
+		target := ws.Message(i)
+		if !isAssistantSide(m.Role) || target <= 0 {
+			return curated.Part{}, 0, false
+		}
+		w := fitFiller(ws.fill, i, target)
+		return curated.FillerPart(i, w), ws.Cost(m.Role, ws.fill(i, w)), true
+	})
+	if err != nil || len(sel) == 0 {
 		return nil, err
 	}
-	sel, _ := selectTurns(c, from)
-	if len(sel) == 0 {
-		return nil, nil
-	}
-	last := sel[len(sel)-1].User
-	view := make([]Part, last+1)
-	cost := make([]int, last+1)
-	for i := range view {
-		m := c.Messages[i]
-		if target := tc.Message(i); isAssistantSide(m.Role) && target > 0 {
-			w := fitFiller(tc.fill, i, target)
-			view[i] = FillerPart(i, w)
-			cost[i] = tc.Cost(m.Role, tc.fill(i, w))
-			continue
-		}
-		view[i] = MessagePart(i)
-		cost[i] = messageCost(c, tc, i)
-	}
-	head, headCost := systemHead(c, tc)
+	head, headCost := systemHead(c, ws)
 	return prefixContexts(s.Name(), sel, head, headCost, view, cost), nil
 }
 
@@ -103,28 +90,4 @@ func sign(x int) int {
 		return -1
 	}
 	return 0
-}
-
-// fillerText returns the first words words of the filler stream for message
-// i of conversation id: the sentences fillerStream picks, cut after words
-// words.
-func fillerText(id string, i, words int) string {
-	var b strings.Builder
-	n := 0
-	for k := range fillerStream(id, i) {
-		if n >= words {
-			break
-		}
-		for w := range strings.FieldsSeq(fillerSentences[k]) {
-			if n == words {
-				break
-			}
-			if n > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(w)
-			n++
-		}
-	}
-	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/tokens"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // LastTurn is lt: the system message, the previous exchange (u_{t-1} and
@@ -20,26 +21,26 @@ func (LastTurn) Name() string { return "lt" }
 func (LastTurn) Version() string { return "1" }
 
 // Contexts builds the lt context for each turn t >= from.
-func (s LastTurn) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
+func (s LastTurn) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	sel, all := selectTurns(c, from)
-	head, headCost := systemHead(c, tc)
-	out := make([]Context, 0, len(sel))
+	head, headCost := systemHead(c, ws)
+	out := make([]curated.Context, 0, len(sel))
 	for _, t := range sel {
 		start := t.User
 		if t.Index > 1 {
 			start = all[t.Index-2].User
 		}
-		parts := make([]Part, 0, len(head)+t.User-start+1)
+		parts := make([]curated.Part, 0, len(head)+t.User-start+1)
 		parts = append(parts, head...)
 		sum := tokens.ReplyPrimer + headCost
 		for i := start; i <= t.User; i++ {
-			parts = append(parts, MessagePart(i))
-			sum += messageCost(c, tc, i)
+			parts = append(parts, curated.MessagePart(i))
+			sum += messageCost(c, ws, i)
 		}
-		out = append(out, Context{Strategy: s.Name(), Turn: t.Index, Parts: parts, Tokens: sum, Messages: len(parts)})
+		out = append(out, curated.Context{Strategy: s.Name(), Turn: t.Index, Parts: parts, Tokens: sum, Messages: len(parts)})
 	}
 	return out, nil
 }

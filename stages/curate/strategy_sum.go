@@ -5,6 +5,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/stages/analyze"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // SummaryPrefix marks a summary standing in for an assistant reply or tool
@@ -52,7 +53,7 @@ func (s *Summarized) summaryKey(i int) memoKey {
 // a round trip each. It returns the first deferral, or an error that stops
 // the run; a unit failure is left to the pass in turn order, which meets
 // it where the online run would.
-func (s *Summarized) prefetch(ctx context.Context, c *conv.Conversation, sel []conv.Turn, tc *TokenCache) error {
+func (s *Summarized) prefetch(ctx context.Context, c *conv.Conversation, sel []conv.Turn, ws *Workspace) error {
 	var d deferrals
 	lastUser := ""
 	for i := 0; i < sel[len(sel)-1].User; i++ {
@@ -63,12 +64,12 @@ func (s *Summarized) prefetch(ctx context.Context, c *conv.Conversation, sel []c
 		if !isAssistantSide(m.Role) {
 			continue
 		}
-		if _, ok := tc.recall(s.summaryKey(i)); ok {
+		if _, ok := ws.recall(s.summaryKey(i)); ok {
 			continue
 		}
-		text, use, err := s.an.Summarize(ctx, lastUser, m.Content, tc.Retry())
+		text, use, err := s.an.Summarize(ctx, lastUser, m.Content, ws.Retry())
 		if err == nil {
-			tc.remember(s.summaryKey(i), prefetchedSummary{summaryResult{text: text, use: use}})
+			ws.remember(s.summaryKey(i), prefetchedSummary{summaryResult{text: text, use: use}})
 		}
 		if err := d.note(err); err != nil {
 			return err
@@ -80,24 +81,24 @@ func (s *Summarized) prefetch(ctx context.Context, c *conv.Conversation, sel []c
 // Contexts builds the sum context for each turn t >= from. In batch mode
 // it first asks every summary it needs (prefetch) and returns the
 // deferral, with no contexts, while any waits for a batch.
-func (s *Summarized) Contexts(ctx context.Context, c *conv.Conversation, from int, tc *TokenCache) ([]Context, error) {
+func (s *Summarized) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
 	sel, _ := selectTurns(c, from)
 	if len(sel) == 0 {
 		return nil, nil
 	}
 	if batched(s.an) {
-		if err := s.prefetch(ctx, c, sel, tc); err != nil {
+		if err := s.prefetch(ctx, c, sel, ws); err != nil {
 			return nil, err
 		}
 	}
-	head, _ := systemHead(c, tc)
+	head, _ := systemHead(c, ws)
 	last := sel[len(sel)-1].User
-	view := make([]Part, 0, last+1)
-	var out []Context
+	view := make([]curated.Part, 0, last+1)
+	var out []curated.Context
 	next := 0
 	lastUser := ""
 	for _, tr := range sel {
-		var info Info
+		var info curated.Info
 		info.Operator, info.Action = "sum", "summarize"
 		for ; next <= tr.User; next++ {
 			m := c.Messages[next]
@@ -105,17 +106,17 @@ func (s *Summarized) Contexts(ctx context.Context, c *conv.Conversation, from in
 				if m.Role == conv.User {
 					lastUser = m.Content
 				}
-				view = append(view, MessagePart(next))
+				view = append(view, curated.MessagePart(next))
 				continue
 			}
 			k := s.summaryKey(next)
-			v, ok := tc.recall(k)
+			v, ok := ws.recall(k)
 			if p, first := v.(prefetchedSummary); first {
 				info.OperatorUsage.Add(p.use)
 				v = p.summaryResult
-				tc.remember(k, v)
+				ws.remember(k, v)
 			} else if !ok {
-				text, use, err := s.an.Summarize(ctx, lastUser, m.Content, tc.Retry())
+				text, use, err := s.an.Summarize(ctx, lastUser, m.Content, ws.Retry())
 				info.OperatorUsage.Add(use)
 				if err != nil {
 					if raw, ok := analyze.Failure(err); ok {
@@ -124,13 +125,13 @@ func (s *Summarized) Contexts(ctx context.Context, c *conv.Conversation, from in
 					return out, err
 				}
 				v = summaryResult{text: text, use: use}
-				tc.remember(k, v)
+				ws.remember(k, v)
 			}
-			view = append(view, TextPart(m.Role, SummaryPrefix+v.(summaryResult).text))
+			view = append(view, curated.TextPart(m.Role, SummaryPrefix+v.(summaryResult).text))
 		}
-		parts := make([]Part, 0, len(head)+len(view))
+		parts := make([]curated.Part, 0, len(head)+len(view))
 		parts = append(append(parts, head...), view...)
-		out = append(out, Context{Strategy: "sum", Turn: tr.Index, Parts: parts, Tokens: tc.Total(parts), Messages: messageCount(parts), Info: info})
+		out = append(out, curated.Context{Strategy: "sum", Turn: tr.Index, Parts: parts, Tokens: ws.Total(parts), Messages: curated.MessageCount(parts), Info: info})
 	}
 	return out, nil
 }

@@ -48,7 +48,7 @@ func TestMissingUpstreamUnitsNameTheRealCause(t *testing.T) {
 			[]string{"run the constraints stage first"}, "failed"},
 	} {
 		opts := curate.Options{Units: tc.units, Classify: curate.Upstream{Version: "1"}, Constraints: curate.Upstream{Version: "1"}}
-		_, err := curateCtx(t, strategy(t, tc.strategy, opts), c, curate.NewTokenCache(c, counter(t)))
+		_, err := curateCtx(t, strategy(t, tc.strategy, opts), c, curate.NewWorkspace(c, counter(t)))
 		var te *curate.TurnError
 		if !asTurnError(err, &te) || te.Turn != 3 {
 			t.Errorf("%s: err %v, want a TurnError at turn 3", tc.name, err)

@@ -23,7 +23,6 @@ func (s *Stage) ReadsPredictionsOf() []string { return nil }
 // the reply's length is what the estimate is unsure of either way.
 func (s *Stage) Estimate(_ context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
 	var out []pipeline.Call
-	role := s.llm.core().Role
 	for _, v := range t.Variants {
 		rv, gen := s.responses[v.Name]
 		if v.Name != VariantDataset && !gen {
@@ -35,16 +34,16 @@ func (s *Stage) Estimate(_ context.Context, t pipeline.Task, f *pipeline.Forecas
 		}
 		for _, turn := range Turns(t.Conv) {
 			in, _ := DatasetInput(t.Conv, turn)
-			msgs, err := s.llm.Messages(in)
+			msgs, err := ask.Messages(s.llm, in)
 			if err != nil {
 				return nil, err
 			}
-			key := pipeline.MessagesKey(msgs)
+			c := ask.Call(s.llm, f, msgs)
 			for k := range samples {
 				if gen {
-					key = fmt.Sprintf("%s|%s|%d", pipeline.MessagesKey(msgs), rv, k)
+					c.Key = fmt.Sprintf("%s|%s|%d", pipeline.MessagesKey(msgs), rv, k)
 				}
-				out = append(out, pipeline.Call{Role: role, Key: key, PromptTokens: f.MessagesTokens(msgs), CompletionTokens: answerTokens})
+				out = append(out, c)
 			}
 		}
 	}

@@ -111,17 +111,18 @@ type wire struct {
 	Justification string   `json:"justification" hint:"\"one or two short sentences\""`
 }
 
-// render builds the prompt for the reply of in: C_t as a tagged transcript
-// (u_t tagged "0u") followed by the reply, tagged "now", each clipped to
-// a.MaxChars. It returns the messages and the tagger whose nonce the answer
-// must carry.
-func render(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
-	es, err := annotator.History(in.Conv, in.Turn, a.MaxChars, "0u")
-	if err != nil {
-		return nil, parse.Tagger{}, fmt.Errorf("rendering pollution prompt: %w", err)
-	}
-	es = append(es, annotator.Entry{Tag: "now", Role: "assistant", Turn: in.Turn, Content: annotator.Clip(in.Reply, a.MaxChars)})
-	return annotator.RenderTranscript(a.Prompt(), in.Turn, es, a.Output, annotator.AnswerForm[wire](StageName))
+// ask is the pollution call: the reply of an Input after C_t as a tagged
+// transcript (u_t tagged "0u", the reply "now"), each clipped to
+// a.MaxChars, and a Label read from the answer.
+var ask = annotator.Ask[Input, wire, Label]{
+	Stage:  StageName,
+	Doing:  "reviewing reply",
+	Tokens: answerTokens,
+	Render: func(a *annotator.LLM, in Input) ([]conv.Message, parse.Tagger, error) {
+		reply := annotator.Entry{Tag: "now", Role: "assistant", Turn: in.Turn, Content: annotator.Clip(in.Reply, a.MaxChars)}
+		return annotator.RenderHistory[wire](a, StageName, in.Conv, in.Turn, "0u", reply)
+	},
+	Check: func(in Input) func(wire) (Label, error) { return check(in.Turn) },
 }
 
 // checkSource accepts "ka" with 1 <= k < t: an earlier assistant reply.
@@ -150,7 +151,7 @@ func check(t int) func(wire) (Label, error) {
 		if *w.Confidence < 0 || *w.Confidence > 1 {
 			return Label{}, fmt.Errorf("confidence %v is outside 0..1", *w.Confidence)
 		}
-		l := Label{Present: *w.Present, Confidence: *w.Confidence, Justification: strings.Join(strings.Fields(w.Justification), " "), Sources: []string{}}
+		l := Label{Present: *w.Present, Confidence: *w.Confidence, Justification: annotator.OneLine(w.Justification), Sources: []string{}}
 		if !l.Present {
 			return l, nil // a category or sources given with "absent" mean nothing
 		}
@@ -189,37 +190,29 @@ func (a *LLM) core() *annotator.LLM { return (*annotator.LLM)(a).Prepare(Prompt)
 func (a *LLM) Version() string { return a.core().Version() }
 
 // Messages returns the rendered prompt for in.
-func (a *LLM) Messages(in Input) ([]conv.Message, error) {
-	msgs, _, err := render(a.core(), in)
-	return msgs, err
-}
+func (a *LLM) Messages(in Input) ([]conv.Message, error) { return ask.Messages(a.core(), in) }
 
 // Annotate reviews one reply and returns its unit (Turn = in.Turn). A
 // malformed answer after retries or a rejected request gives a failed unit
 // with the raw text; budget, fatal endpoint and context errors are returned.
 func (a *LLM) Annotate(ctx context.Context, in Input) (pipeline.Unit, error) {
-	u, _, err := a.review(ctx, in, 0)
+	u, _, err := review(ctx, a.core(), in, 0)
 	return u, err
 }
 
-// review is Annotate for work `ac3 retry` re-queued retry times; it also
-// returns the label of a done unit (with Annotator set), so a stage that
-// stores several labels in one unit need not decode what it just encoded.
-func (a *LLM) review(ctx context.Context, in Input, retry int) (pipeline.Unit, Label, error) {
-	core := a.core()
-	msgs, tg, err := render(core, in)
-	if err != nil {
-		return pipeline.Unit{}, Label{}, err
-	}
+// review is Annotate with a prepared a, for work `ac3 retry` re-queued
+// retry times; it also returns the label of a done unit (with Annotator
+// set), so a stage that stores several labels in one unit need not decode
+// what it just encoded.
+func review(ctx context.Context, a *annotator.LLM, in Input, retry int) (pipeline.Unit, Label, error) {
 	var got Label
-	q := annotator.Query{Stage: StageName, Turn: in.Turn, Messages: msgs, Tagger: tg, CompletionEstimate: 160, Retry: retry}
-	u, err := annotator.Unit(ctx, core, q, check(in.Turn), func(l Label, name string) ([]byte, error) {
+	u, err := ask.Unit(ctx, a, in, in.Turn, retry, func(l Label, name string) ([]byte, error) {
 		l.Annotator = name
 		got = l
 		return l.Encode()
 	})
 	if err != nil {
-		return pipeline.Unit{}, Label{}, fmt.Errorf("reviewing reply %d: %w", in.Turn, err)
+		return pipeline.Unit{}, Label{}, err
 	}
 	return u, got, nil
 }
@@ -245,7 +238,7 @@ type Options struct {
 // Stage reviews assistant replies from round 2 on: the dataset's own, the
 // generated ones, or both.
 type Stage struct {
-	llm       *LLM
+	llm       *annotator.LLM // prepared
 	opts      Options
 	variants  []pipeline.Variant
 	responses map[string]string // variant name → respond variant
@@ -265,15 +258,14 @@ func New(a *LLM, opts Options) (*Stage, error) {
 	if err := annotator.CheckPrompt((*annotator.LLM)(a), "pollution"); err != nil {
 		return nil, fmt.Errorf("creating pollution stage: %w", err)
 	}
-	a.core()
-	s := &Stage{llm: a, opts: opts, responses: map[string]string{}}
+	s := &Stage{llm: a.core(), opts: opts, responses: map[string]string{}}
 	if opts.Dataset {
-		s.variants = append(s.variants, pipeline.Variant{Name: VariantDataset, Version: a.Version() + ";on=" + OriginDataset})
+		s.variants = append(s.variants, pipeline.Variant{Name: VariantDataset, Version: s.llm.Version() + ";on=" + OriginDataset})
 	}
 	if opts.Responses != nil {
 		r := *opts.Responses // the caller's struct may change after New
 		s.opts.Responses = &r
-		vs, err := r.variants(a.Version())
+		vs, err := r.variants(s.llm.Version())
 		if err != nil {
 			return nil, fmt.Errorf("creating pollution stage: %w", err)
 		}
@@ -293,7 +285,7 @@ func (s *Stage) Name() string { return StageName }
 
 // Prompts returns the prompt the stage renders, for the run to say which
 // one is in use.
-func (s *Stage) Prompts() []*prompt.Template { return []*prompt.Template{s.llm.core().Prompt()} }
+func (s *Stage) Prompts() []*prompt.Template { return s.llm.Prompts() }
 
 // Variants implements pipeline.Stage.
 func (s *Stage) Variants() []pipeline.Variant { return s.variants }
@@ -312,7 +304,7 @@ func Turns(c *conv.Conversation) []int {
 
 // ModelWindow implements pipeline.ModelStage: the window of the
 // annotator's endpoint.
-func (s *Stage) ModelWindow() int { return pipeline.DefaultWindow(s.llm.Client, s.llm.Role) }
+func (s *Stage) ModelWindow() int { return s.llm.Window() }
 
 // Reviews returns the replies of c the stage would send for review, for
 // dry runs and cost estimates: the dataset's replies when Dataset is set,
@@ -393,24 +385,20 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			return nil, fmt.Errorf("reviewing %s: no variant %q", t.Conv.ID, v.Name)
 		}
 	}
-	type reviewed struct {
-		u pipeline.Unit
-		l Label
-	}
-	got := make([]reviewed, len(calls))
-	err := t.Each(ctx, len(calls), 0, func(ctx context.Context, i int) error {
-		u, l, err := s.llm.review(ctx, calls[i].in, t.Retry)
-		got[i] = reviewed{u, l}
-		return err
+	labels := make([]Label, len(calls))
+	got, err := annotator.ModelUnits(ctx, t, len(calls), 0, func(ctx context.Context, i int) (pipeline.Unit, error) {
+		u, l, err := review(ctx, s.llm, calls[i].in, t.Retry)
+		labels[i] = l
+		return u, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	for i, c := range calls {
 		if c.slot < 0 {
-			results[c.result].Units[c.unit] = got[i].u
+			results[c.result].Units[c.unit] = got[i]
 		} else {
-			gens[c.result][c.unit].fill(c.slot, got[i].u, got[i].l)
+			gens[c.result][c.unit].fill(c.slot, got[i], labels[i])
 		}
 	}
 	for ri, gs := range gens {

@@ -167,6 +167,21 @@ func before(a, b string) bool {
 	return a < b
 }
 
+// reportOrder returns the variants of m in report order (before).
+func reportOrder[V any](m map[string]V) []string {
+	vs := make([]string, 0, len(m))
+	for v := range m {
+		vs = append(vs, v)
+	}
+	slices.SortFunc(vs, func(a, b string) int {
+		if before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return vs
+}
+
 // Add folds one unit in. A unit that failed or does not decode is counted
 // as such, never as a clean reply. It returns an error only for a unit out
 // of order (see Rates).
@@ -261,16 +276,7 @@ func (r *Rates) endTurn() {
 		clear(r.turnOut)
 		return
 	}
-	vs := make([]string, 0, len(r.turnOut))
-	for v := range r.turnOut {
-		vs = append(vs, v)
-	}
-	slices.SortFunc(vs, func(a, b string) int {
-		if before(a, b) {
-			return -1
-		}
-		return 1
-	})
+	vs := reportOrder(r.turnOut)
 	cats := Categories()
 	for i, a := range vs {
 		for _, b := range vs[i+1:] {
@@ -333,16 +339,7 @@ func (r *Rates) endConversation() {
 func (r *Rates) Result() RateSummary {
 	r.endTurn()
 	r.endConversation()
-	names := make([]string, 0, len(r.vars))
-	for v := range r.vars {
-		names = append(names, v)
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		if before(a, b) {
-			return -1
-		}
-		return 1
-	})
+	names := reportOrder(r.vars)
 	var out RateSummary
 	for _, v := range names {
 		va := r.vars[v]

@@ -1,10 +1,8 @@
 package pollution
 
 import (
-	"maps"
-
 	"github.com/ac3/ac3/pipeline/ledger"
-	"github.com/ac3/ac3/pipeline/stats"
+	"github.com/ac3/ac3/stages/annotator"
 )
 
 // Share is a count out of a total, with its 95% Wilson interval.
@@ -16,11 +14,7 @@ type Share struct {
 
 func share(k, n int) Share {
 	s := Share{Count: k, Total: n}
-	if n > 0 {
-		s.Share = float64(k) / float64(n)
-		iv := stats.Wilson(float64(k), n, 0.95)
-		s.Lo, s.Hi = iv.Lo, iv.Hi
-	}
+	s.Share, s.Lo, s.Hi = annotator.Share(k, n)
 	return s
 }
 
@@ -47,48 +41,36 @@ type Summary struct {
 // Summarizer folds pollution units into a Summary, one unit at a time, in
 // memory that does not grow with the run: per-conversation shares need only
 // the categories of the conversation being read. Add units grouped by
-// conversation, as ledger.Units yields them. Use NewSummarizer; the zero
-// value is not ready.
+// conversation, as ledger.Units yields them (see annotator.Tally). Use
+// NewSummarizer; the zero value is not ready.
 type Summarizer struct {
-	s        Summary
+	tally    annotator.Tally
 	anyTurns int
 	turnsBy  map[string]int
 	// Conversations with pollution, of any category and per category, up
 	// to but not including the current one.
 	anyConv int
 	convBy  map[string]int
-	// The conversation being read and the categories found in it so far.
-	lastConv string
-	seen     bool
-	curAny   bool
-	curCats  map[string]bool
+	// The categories found so far in the conversation being read.
+	curAny  bool
+	curCats map[string]bool
 }
 
 // NewSummarizer returns an empty Summarizer.
 func NewSummarizer() *Summarizer {
-	return &Summarizer{s: Summary{Annotators: map[string]int{}}, turnsBy: map[string]int{}, convBy: map[string]int{}, curCats: map[string]bool{}}
+	return &Summarizer{turnsBy: map[string]int{}, convBy: map[string]int{}, curCats: map[string]bool{}}
 }
 
 // Add counts one pollution unit (one variant's). Units that are not done or
 // do not decode count as failed.
 func (z *Summarizer) Add(u ledger.Unit) {
-	s := &z.s
-	if u.Status != ledger.Done {
-		s.Failed++
+	l, first, ok := annotator.Count(&z.tally, u, Decode, func(l Label) string { return l.Annotator })
+	if !ok {
 		return
 	}
-	l, err := Decode(u.Output)
-	if err != nil {
-		s.Failed++
-		return
-	}
-	s.Turns++
-	if !z.seen || u.ConvID != z.lastConv {
+	if first {
 		z.closeConv()
-		s.Conversations++
-		z.lastConv, z.seen = u.ConvID, true
 	}
-	s.Annotators[l.Annotator]++
 	if !l.Present {
 		return
 	}
@@ -113,14 +95,12 @@ func (z *Summarizer) closeConv() {
 // Summary returns the summary of the units added so far; adding more units
 // later does not change it.
 func (z *Summarizer) Summary() Summary {
-	s := z.s
-	s.Annotators = maps.Clone(z.s.Annotators)
+	s := Summary{Turns: z.tally.Turns, Failed: z.tally.Failed, Conversations: z.tally.Conversations, Annotators: z.tally.Annotators()}
 	anyConv := z.anyConv
 	if z.curAny {
 		anyConv++
 	}
 	s.AnyTurns, s.AnyConversations = share(z.anyTurns, s.Turns), share(anyConv, s.Conversations)
-	s.Categories = nil
 	for _, c := range Categories() {
 		n := z.convBy[c]
 		if z.curCats[c] {

@@ -8,6 +8,7 @@ import (
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // answerTokens is the answer length the estimate expects when the role sets
@@ -26,22 +27,16 @@ func (s *Stage) ReadsPredictionsOf() []string { return []string{curate.StageName
 func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forecast) ([]pipeline.Call, error) {
 	stored := map[string]map[int]pipeline.Predicted{} // strategy → turn
 	if s.units != nil {
-		us, err := s.units.ConversationUnits(ctx, curate.StageName, t.Conv.ID, 0)
-		if err != nil {
-			return nil, fmt.Errorf("reading curated contexts of %s: %w", t.Conv.ID, err)
-		}
-		for _, u := range us {
-			if u.Status != ledger.Done || s.opts.CurateVersions[u.Variant] != u.Version {
-				continue
-			}
-			x, err := curate.DecodeContext(u.Output)
+		var err error
+		stored, err = ReadPlanned(ctx, s.units, curate.StageName, t.Conv.ID, "curated contexts", s.opts.CurateVersions, func(u ledger.Unit) (pipeline.Predicted, error) {
+			x, err := curated.DecodeContext(u.Output)
 			if err != nil {
-				return nil, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
+				return pipeline.Predicted{}, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
 			}
-			if stored[u.Variant] == nil {
-				stored[u.Variant] = map[int]pipeline.Predicted{}
-			}
-			stored[u.Variant][u.Turn] = pipeline.Predicted{Key: pipeline.MessagesKey(x.Materialize(t.Conv)), Tokens: x.Tokens}
+			return pipeline.Predicted{Key: pipeline.MessagesKey(x.Materialize(t.Conv)), Tokens: x.Tokens}, nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	var calls []pipeline.Call

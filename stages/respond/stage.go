@@ -3,7 +3,6 @@ package respond
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // StageName is the respond stage's name in unit keys, status and reports.
@@ -28,6 +28,33 @@ const version = "respond/v1"
 // satisfies it.
 type UnitReader interface {
 	ConversationUnits(ctx context.Context, stage, convID string, turn int) ([]ledger.Unit, error)
+}
+
+// ReadPlanned reads the units stage stored for conversation convID that
+// are done at the version versions plans for their variant, by variant and
+// turn, each as decode reads it; what names the units in the error of the
+// read ("curated contexts"). Respond reads curated contexts so, and the
+// judge respond's answers.
+func ReadPlanned[T any](ctx context.Context, r UnitReader, stage, convID, what string, versions map[string]string, decode func(ledger.Unit) (T, error)) (map[string]map[int]T, error) {
+	us, err := r.ConversationUnits(ctx, stage, convID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s of %s: %w", what, convID, err)
+	}
+	out := map[string]map[int]T{}
+	for _, u := range us {
+		if u.Status != ledger.Done || versions[u.Variant] != u.Version {
+			continue
+		}
+		v, err := decode(u)
+		if err != nil {
+			return nil, err
+		}
+		if out[u.Variant] == nil {
+			out[u.Variant] = map[int]T{}
+		}
+		out[u.Variant][u.Turn] = v
+	}
+	return out, nil
 }
 
 // Respondent is one role that writes answers. Label, when set, names its
@@ -49,10 +76,6 @@ type Options struct {
 	CurateVersions map[string]string
 	Respondents    []Respondent // default: one, DefaultRole, no label
 	Samples        int          // answers per context; default 1
-	// Parallel bounds the calls one conversation has in flight. 0 leaves
-	// only the engine's model window (pipeline.Options.Window) and the
-	// endpoint's own limits, which apply on top of it either way.
-	Parallel int
 	// Retries is how many times an empty answer is asked again; default 2.
 	Retries int
 	// Turns selects the curated turns answered: from a turn on, and only
@@ -90,9 +113,6 @@ func VariantName(strategy, label string) string {
 func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 	if opts.Samples <= 0 {
 		opts.Samples = 1
-	}
-	if opts.Parallel < 0 {
-		opts.Parallel = 0
 	}
 	if opts.Retries < 0 {
 		opts.Retries = 0
@@ -155,14 +175,10 @@ type job struct {
 	msgs   []conv.Message
 }
 
+// unitState is one unit being answered.
 type unitState struct {
-	variant pipeline.Variant
-	info    variantInfo
-	turn    int
-	out     Output
-	failed  string
-	raw     string
-	tokens  int64
+	Pending[Output]
+	info variantInfo
 }
 
 // Process implements pipeline.Stage. It answers every done curate unit of
@@ -191,7 +207,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			if u.Variant != info.strategy || u.Version != info.curateVer || u.Status != ledger.Done || !s.opts.Turns.Has(u.Turn, userTurns) {
 				continue
 			}
-			x, err := curate.DecodeContext(u.Output)
+			x, err := curated.DecodeContext(u.Output)
 			if err != nil {
 				return nil, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
 			}
@@ -199,33 +215,18 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			if err != nil {
 				return nil, fmt.Errorf("curated context %s does not fit conversation %s: %w", u.Key, t.Conv.ID, err)
 			}
-			st := &unitState{variant: v, info: info, turn: u.Turn, out: Output{
+			st := &unitState{info: info, Pending: Pending[Output]{Turn: u.Turn, Out: Output{
 				Strategy: info.strategy, Respondent: info.respondent.Role, ContextTokens: x.Tokens,
 				Samples: make([]Sample, s.opts.Samples),
-			}}
+			}}}
 			for i := range s.opts.Samples {
 				jobs = append(jobs, job{unit: len(states), sample: i, msgs: msgs})
 			}
 			states = append(states, st)
 		}
 	}
-	type answer struct {
-		resp llm.Response
-		err  error
-	}
-	answers := make([]answer, len(jobs))
-	// An error that is not the unit's own (a budget refusal, a fatal
-	// endpoint error) keeps the remaining calls from starting and comes
-	// back once the calls in flight have finished and been cached; the task
-	// then stays pending.
-	err = t.Each(ctx, len(jobs), s.opts.Parallel, func(ctx context.Context, k int) error {
-		j := jobs[k]
-		resp, err := s.ask(ctx, states[j.unit].info.respondent.Role, j, t.Retry)
-		if _, unit := llm.UnitFailure(err); err != nil && !unit {
-			return err
-		}
-		answers[k] = answer{resp, err}
-		return nil
+	answers, err := FanOut(ctx, t, len(jobs), func(ctx context.Context, k int) (struct{}, llm.Response, error) {
+		return s.ask(ctx, states[jobs[k].unit].info.respondent.Role, jobs[k], t.Retry)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("answering %s: %w", t.Conv.ID, err)
@@ -233,20 +234,17 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 	for k, j := range jobs {
 		st, a := states[j.unit], answers[k]
 		smp := Sample{Index: j.sample}
-		if a.err != nil {
-			if st.failed == "" {
-				st.failed = fmt.Sprintf("sample %d: %v", j.sample, a.err)
-				st.raw, _ = llm.UnitFailure(a.err)
-			}
+		if a.Err != nil {
+			st.Fail(fmt.Sprintf("sample %d", j.sample), a.Err)
 		} else {
-			smp.Text, smp.Reasoning, smp.FinishReason = a.resp.Text, a.resp.Reasoning, a.resp.FinishReason
-			smp.PromptTokens, smp.CompletionTokens = a.resp.Usage.Prompt, a.resp.Usage.Completion
-			st.tokens += int64(a.resp.Usage.Completion)
-			if st.out.Model == "" || j.sample == 0 {
-				st.out.Model, st.out.Endpoint = a.resp.Model, a.resp.Endpoint
+			smp.Text, smp.Reasoning, smp.FinishReason = a.Resp.Text, a.Resp.Reasoning, a.Resp.FinishReason
+			smp.PromptTokens, smp.CompletionTokens = a.Resp.Usage.Prompt, a.Resp.Usage.Completion
+			st.Tokens += int64(a.Resp.Usage.Completion)
+			if st.Out.Model == "" || j.sample == 0 {
+				st.Out.Model, st.Out.Endpoint = a.Resp.Model, a.Resp.Endpoint
 			}
 		}
-		st.out.Samples[j.sample] = smp
+		st.Out.Samples[j.sample] = smp
 	}
 	for ri := range results {
 		end := len(states)
@@ -254,13 +252,9 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			end = firstOf[ri+1]
 		}
 		for _, st := range states[firstOf[ri]:end] {
-			b, err := json.Marshal(st.out)
+			u, err := st.Unit()
 			if err != nil {
-				return nil, fmt.Errorf("encoding answer of %s turn %d: %w", t.Conv.ID, st.turn, err)
-			}
-			u := pipeline.Unit{Turn: st.turn, Output: b, Tokens: st.tokens, Attempts: 1}
-			if st.failed != "" {
-				u.Failed, u.Error, u.Raw = true, st.failed, st.raw
+				return nil, fmt.Errorf("encoding answer of %s turn %d: %w", t.Conv.ID, st.Turn, err)
 			}
 			results[ri].Units = append(results[ri].Units, u)
 		}
@@ -270,13 +264,12 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 
 // ask asks for one sample; an answer that is empty after its reasoning is
 // removed is asked again as a fresh draw.
-func (s *Stage) ask(ctx context.Context, role string, j job, retry int) (llm.Response, error) {
+func (s *Stage) ask(ctx context.Context, role string, j job, retry int) (struct{}, llm.Response, error) {
 	req := llm.Request{Role: role, Stage: StageName, Messages: j.msgs, SampleIndex: j.sample, Reroll: retry * (s.opts.Retries + 1)}
-	_, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, func(r llm.Response) (struct{}, error) {
+	return llm.CallParsed(ctx, s.client, req, s.opts.Retries, func(r llm.Response) (struct{}, error) {
 		if strings.TrimSpace(r.Text) == "" {
 			return struct{}{}, errors.New("empty answer")
 		}
 		return struct{}{}, nil
 	})
-	return resp, err
 }

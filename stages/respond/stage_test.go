@@ -12,7 +12,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
-	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/respond"
 )
 
@@ -30,8 +30,8 @@ func TestAnswersEachCuratedContextWithSamplesAndReasoningApart(t *testing.T) {
 	}}
 	var units stored
 	for _, turn := range []int{2, 3} {
-		x := curate.Context{Strategy: "fc", Turn: turn, Parts: []curate.Part{curate.MessagePart(0), curate.MessagePart(1), curate.MessagePart(2 * (turn - 1))}, Tokens: 9}
-		b, _ := curate.EncodeContext(x)
+		x := curated.Context{Strategy: "fc", Turn: turn, Parts: []curated.Part{curated.MessagePart(0), curated.MessagePart(1), curated.MessagePart(2 * (turn - 1))}, Tokens: 9}
+		b, _ := curated.EncodeContext(x)
 		units = append(units, ledger.Unit{ConvID: "c1", Turn: turn, Variant: "fc", Version: "cv", Status: ledger.Done, Output: b})
 	}
 	// A unit of another version is not answered.
@@ -105,8 +105,8 @@ func TestTurnSelection(t *testing.T) {
 		if turn == 1 {
 			continue
 		}
-		x := curate.Context{Strategy: "fc", Turn: turn, Parts: []curate.Part{curate.MessagePart(2 * (turn - 1))}, Tokens: 3}
-		b, _ := curate.EncodeContext(x)
+		x := curated.Context{Strategy: "fc", Turn: turn, Parts: []curated.Part{curated.MessagePart(2 * (turn - 1))}, Tokens: 3}
+		b, _ := curated.EncodeContext(x)
 		units = append(units, ledger.Unit{ConvID: "c1", Turn: turn, Variant: "fc", Version: "cv", Status: ledger.Done, Output: b})
 	}
 	srv := llmtest.New(t, llmtest.Options{})

@@ -26,6 +26,7 @@ import (
 	"github.com/ac3/ac3/stages/annotator/annotatortest"
 	"github.com/ac3/ac3/stages/classify"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/respond"
 )
 
@@ -316,7 +317,7 @@ func conversations(stage string, want int) []*conv.Conversation {
 		case "classify":
 			calls += turns - 1
 		case "gated-reset":
-			calls += 2 * max(0, turns-curate.DefaultGate(curate.OpGatedReset).Floor)
+			calls += 2 * max(0, turns-curate.DefaultGate(curated.OpGatedReset).Floor)
 		case "respond", "judge":
 			calls += 2 * (turns - 1) // two strategies; two orders of one pair
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/stages/compint"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // Answer lengths the estimate expects: a letter for a probe, a short
@@ -57,7 +58,7 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 			if u.Status != ledger.Done || s.curate[u.Variant] != u.Version {
 				continue
 			}
-			x, err := curate.DecodeContext(u.Output)
+			x, err := curated.DecodeContext(u.Output)
 			if err != nil {
 				return nil, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
 			}

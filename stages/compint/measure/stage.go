@@ -25,6 +25,7 @@ import (
 	"github.com/ac3/ac3/pipeline/prompt"
 	"github.com/ac3/ac3/stages/compint"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/curated"
 )
 
 // StageName is the stage's name in unit keys, status and reports.
@@ -80,9 +81,6 @@ type Options struct {
 	// Retries is how many times an unparseable answer is asked again
 	// (default 2).
 	Retries int
-	// Parallel bounds the calls one instance has in flight (0: only the
-	// engine's window and the endpoints' limits).
-	Parallel int
 	// Prompts replace the probe's and the retention judge's prompts with
 	// users' templates (nil fields keep ours); their versions go into every
 	// variant's.
@@ -307,7 +305,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		if i < 0 {
 			continue
 		}
-		x, err := curate.DecodeContext(stored[i].Output)
+		x, err := curated.DecodeContext(stored[i].Output)
 		if err != nil {
 			return nil, fmt.Errorf("decoding curated context %s: %w", stored[i].Key, err)
 		}
@@ -342,7 +340,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		err      error
 	}
 	answers := make([]answer, len(calls))
-	err = t.Each(ctx, len(calls), s.opts.Parallel, func(ctx context.Context, k int) error {
+	err = t.Each(ctx, len(calls), 0, func(ctx context.Context, k int) error {
 		c := calls[k]
 		if states[c.unit].failed != "" {
 			return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -263,17 +264,8 @@ func lexPyNumber(s string, i int) (int, any, error) {
 			j++
 		}
 	}
-	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
-		k := j + 1
-		if k < len(s) && (s[k] == '+' || s[k] == '-') {
-			k++
-		}
-		if k < len(s) && isDigit(s[k]) {
-			for k < len(s) && isDigit(s[k]) {
-				k++
-			}
-			j, isFloat = k, true
-		}
+	if k, ok := scanExponent(s, j); ok {
+		j, isFloat = k, true
 	}
 	if j < len(s) && (s[j] == 'j' || s[j] == 'J') {
 		return 0, nil, fmt.Errorf("complex number %q is not supported", s[i:j+1])
@@ -440,9 +432,30 @@ func (p *pyParser) skipSeparators() bool {
 // wrapsAll reports whether the bracket at the current token closes at the
 // last token, so that it wraps the whole answer.
 func (p *pyParser) wrapsAll() bool {
+	end, ok := p.closing(p.pos)
+	if !ok {
+		return false
+	}
+	for k := end + 1; k < len(p.toks); k++ {
+		if k := p.toks[k]; k.kind != pyEOF && k.kind != pyNewline && !(k.kind == pyOp && k.text == ";") {
+			return false
+		}
+	}
+	return true
+}
+
+// closing finds the token that closes the bracket opened at toks[from] (or
+// at the first bracket after it), any kind of bracket counting: its index
+// and true, or the index of the end of input and false. wrapsAll looks
+// ahead with it and skipBracket moves past it, so the two agree on where a
+// bracket ends.
+func (p *pyParser) closing(from int) (int, bool) {
 	depth := 0
-	for i := p.pos; i < len(p.toks); i++ {
+	for i := from; i < len(p.toks); i++ {
 		t := p.toks[i]
+		if t.kind == pyEOF {
+			return i, false
+		}
 		if t.kind != pyOp {
 			continue
 		}
@@ -452,16 +465,11 @@ func (p *pyParser) wrapsAll() bool {
 		case ")", "]", "}":
 			depth--
 			if depth == 0 {
-				for k := i + 1; k < len(p.toks); k++ {
-					if k := p.toks[k]; k.kind != pyEOF && k.kind != pyNewline && !(k.kind == pyOp && k.text == ";") {
-						return false
-					}
-				}
-				return true
+				return i, true
 			}
 		}
 	}
-	return false
+	return len(p.toks) - 1, false
 }
 
 func (p *pyParser) topCall() (*Call, error) {
@@ -498,19 +506,9 @@ func (p *pyParser) expr() (any, error) {
 	if p.depth > maxPyDepth {
 		return nil, p.errorf("expression nested too deeply")
 	}
-	left, err := p.term()
+	left, err := p.binary(p.term, "+", "-")
 	if err != nil {
 		return nil, err
-	}
-	for p.isOp("+") || p.isOp("-") {
-		op := p.next().text
-		right, err := p.term()
-		if err != nil {
-			return nil, err
-		}
-		if left, err = arith(op, left, right); err != nil {
-			return nil, err
-		}
 	}
 	if p.peek().kind == pyName && (p.peek().text == "if" || p.peek().text == "for" || p.peek().text == "and" || p.peek().text == "or") {
 		return nil, p.errorf("%q expressions are not supported", p.peek().text)
@@ -519,13 +517,19 @@ func (p *pyParser) expr() (any, error) {
 }
 
 func (p *pyParser) term() (any, error) {
-	left, err := p.unary()
+	return p.binary(p.unary, "*", "/", "//", "%")
+}
+
+// binary parses operand (op operand)… for the operators ops, folding left
+// to right: one level of precedence, as expr and term have.
+func (p *pyParser) binary(operand func() (any, error), ops ...string) (any, error) {
+	left, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp("*") || p.isOp("/") || p.isOp("//") || p.isOp("%") {
+	for slices.ContainsFunc(ops, p.isOp) {
 		op := p.next().text
-		right, err := p.unary()
+		right, err := operand()
 		if err != nil {
 			return nil, err
 		}
@@ -834,25 +838,13 @@ func (p *pyParser) dict() (any, error) {
 }
 
 func (p *pyParser) skipBracket(open, close string) error {
-	depth := 0
-	for {
-		t := p.next()
-		if t.kind == pyEOF {
-			return p.errorf("%q is not closed", open)
-		}
-		if t.kind != pyOp {
-			continue
-		}
-		switch t.text {
-		case "(", "[", "{":
-			depth++
-		case ")", "]", "}":
-			depth--
-			if depth == 0 {
-				return nil
-			}
-		}
+	end, ok := p.closing(p.pos)
+	p.pos = end
+	if !ok {
+		return p.errorf("%q is not closed", open)
 	}
+	p.pos++
+	return nil
 }
 
 func isNumber(v any) bool {

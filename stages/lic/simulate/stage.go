@@ -53,9 +53,6 @@ type Options struct {
 	UserRole, Respondent             string
 	UserSettings, RespondentSettings string
 	Retries                          int // re-asks after an empty answer (default 2)
-	// Parallel bounds the replicates of one instance in flight; 0 leaves
-	// only the engine's window.
-	Parallel int
 	// Grader grades each trajectory's final answer; nil leaves them
 	// ungraded.
 	Grader *grade.Grader
@@ -148,7 +145,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 	in, skip := instanceOf(t.Conv)
 	results := make([]pipeline.Result, len(t.Variants))
 	units := make([]pipeline.Unit, len(t.Variants))
-	err := t.Each(ctx, len(t.Variants), s.opts.Parallel, func(ctx context.Context, i int) error {
+	err := t.Each(ctx, len(t.Variants), 0, func(ctx context.Context, i int) error {
 		v := t.Variants[i]
 		r, ok := replicateOf(v.Name)
 		if !ok {

@@ -1,0 +1,58 @@
+package curated
+
+// fillerSentences is the neutral text filler draws from: plain statements
+// about places, weather and household things, written for ac3. They carry
+// no instructions, no code and nothing a conversation could be about in a
+// way that helps or misleads a respondent; what they share with the text they
+// replace is only length. Changing this list changes filler output, so bump
+// FillerVersion with it.
+var fillerSentences = []string{
+	"Rivers usually begin in hills or mountains and widen as they approach the sea.",
+	"A desert is a region that receives very little rain over the course of a year.",
+	"Many coastal towns have a harbour where small boats are tied up overnight.",
+	"Lakes in cold regions often freeze at the surface during the winter months.",
+	"Islands can form from volcanic activity, from coral growth, or from rising water cutting off a hill.",
+	"A valley is a low area of land between hills, often with a stream running through it.",
+	"Some mountain ranges stretch for thousands of kilometres across several countries.",
+	"Grasslands cover large parts of several continents and support grazing animals.",
+	"The shape of a coastline changes slowly as waves wear away rock and move sand.",
+	"Plateaus are wide areas of high, fairly flat ground.",
+	"Forests in temperate zones lose their leaves in autumn and grow new ones in spring.",
+	"Wetlands hold water for much of the year and are home to many kinds of birds.",
+	"Clouds form when moist air rises and cools until the water vapour condenses.",
+	"A light breeze is common near the shore in the late afternoon.",
+	"Fog tends to appear on calm, clear nights when the ground cools quickly.",
+	"In many places the coldest part of the day comes just before sunrise.",
+	"Snow is more likely at higher altitudes, where the air is cooler.",
+	"Rain gauges measure how much water falls in a given place over a period of time.",
+	"Thunder is the sound made by the rapid expansion of air heated by lightning.",
+	"Seasons differ in length and character depending on distance from the equator.",
+	"Weather forecasts combine measurements of pressure, temperature and humidity.",
+	"A rainbow can be seen when sunlight passes through drops of water in the air.",
+	"Dew collects on grass when the air near the ground cools overnight.",
+	"Wind speed is often reported in kilometres per hour or in knots.",
+	"A kettle heats water by passing an electric current through a metal element.",
+	"Most chairs have four legs, although some have three or a single central post.",
+	"A wooden table can last for many decades if it is kept dry.",
+	"Umbrellas fold down so they can be carried easily when the rain stops.",
+	"A teaspoon is smaller than a tablespoon and is often used for stirring drinks.",
+	"Pencils are usually made from a thin core of graphite inside a wooden casing.",
+	"Many kitchens keep plates in a cupboard and cutlery in a drawer.",
+	"A clock on the wall may be powered by a small battery or by a wound spring.",
+	"Doors are commonly hung on two or three hinges along one edge.",
+	"A broom is used to sweep dust and crumbs from a floor.",
+	"Glass jars are often used to store dry foods such as rice or lentils.",
+	"A bicycle has two wheels, a frame, pedals and a chain that turns the rear wheel.",
+	"Towels are usually woven from cotton, which absorbs water well.",
+	"Candles give light by burning a wick that draws up melted wax.",
+	"A bookshelf is often arranged with taller books at one end.",
+	"Buttons on a coat are sewn on with thread passed through small holes.",
+	"Old maps sometimes show roads that have since been moved or renamed.",
+	"Markets in many towns are held on the same day each week.",
+	"Bridges may be built of stone, steel, timber or concrete.",
+	"Lighthouses were built to help ships find their way near rocky coasts.",
+	"Gardens often have a path of gravel or flat stones between the beds.",
+	"Parks in cities give people a place to walk, sit and play outdoors.",
+	"Train stations usually display the departure times on a large board.",
+	"Some villages grew up around a well, a crossroads or a ford in a river.",
+}

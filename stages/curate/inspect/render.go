@@ -1,0 +1,241 @@
+package inspect
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/stages/curate/curated"
+)
+
+// Layout of Render. A column narrower than minColumn is unreadable, so
+// below it the contexts are stacked instead.
+const (
+	defaultWidth = 100
+	minColumn    = 30
+	gutter       = " │ "
+)
+
+// Render writes a readable view of several strategies' contexts for one
+// unit: one column per context when width allows, otherwise one after
+// another. Each message shows where it came from (an original message #i, an
+// inserted text, filler, or parts joined into one message) and long messages
+// are cut to their head and tail with the full length in characters. A last
+// line compares token totals. width <= 0 means 100 columns. Widths are
+// counted in runes, so wide scripts may misalign.
+func Render(w io.Writer, c *conv.Conversation, ctxs []curated.Context, width int) error {
+	if width <= 0 {
+		width = defaultWidth
+	}
+	bw := bufio.NewWriter(w)
+	for _, l := range wrap(fmt.Sprintf("conversation %s · %d messages · %d user turns", c.ID, len(c.Messages), c.UserTurns()), width) {
+		bw.WriteString(l + "\n")
+	}
+	n := len(ctxs)
+	colWidth := 0
+	if n > 0 {
+		colWidth = (width - (n-1)*utf8.RuneCountInString(gutter)) / n
+	}
+	if n > 1 && colWidth >= minColumn {
+		cols := make([][]string, n)
+		rows := 0
+		for k, x := range ctxs {
+			cols[k] = renderColumn(c, x, colWidth, colWidth*4)
+			rows = max(rows, len(cols[k]))
+		}
+		bw.WriteString(strings.Repeat("═", width) + "\n")
+		for r := range rows {
+			var line strings.Builder
+			for k := range cols {
+				cell := ""
+				if r < len(cols[k]) {
+					cell = cols[k][r]
+				}
+				if k > 0 {
+					line.WriteString(gutter)
+				}
+				if k < n-1 {
+					cell += strings.Repeat(" ", max(0, colWidth-utf8.RuneCountInString(cell)))
+				}
+				line.WriteString(cell)
+			}
+			bw.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+		}
+	} else {
+		for _, x := range ctxs {
+			bw.WriteString(strings.Repeat("═", width) + "\n")
+			for _, l := range renderColumn(c, x, width, width*5) {
+				bw.WriteString(strings.TrimRight(l, " ") + "\n")
+			}
+		}
+	}
+	bw.WriteString(strings.Repeat("═", width) + "\n")
+	for _, l := range wrap(tokenSummary(ctxs), width) {
+		bw.WriteString(l + "\n")
+	}
+	return bw.Flush()
+}
+
+// renderColumn lays out one context as lines at most width runes wide, with
+// each message's text cut to about budget runes.
+func renderColumn(c *conv.Conversation, x curated.Context, width, budget int) []string {
+	lines := wrap(fmt.Sprintf("%s · turn %d · %d msgs · %d tok", x.Strategy, x.Turn, x.Messages, x.Tokens), width)
+	lines = append(lines, strings.Repeat("─", width))
+	if !x.Info.IsZero() {
+		lines = append(lines, renderInfo(x.Info, width, budget)...)
+		lines = append(lines, strings.Repeat("─", width))
+	}
+	curated.ForEachMessage(c, x.Parts, func(role conv.Role, group []curated.Part) {
+		lines = append(lines, wrap("["+originLabel(role, group)+"]", width)...)
+		for _, l := range wrap(shorten(flatten(curated.GroupContent(c, group)), budget), width-2) {
+			lines = append(lines, "  "+l)
+		}
+	})
+	return lines
+}
+
+// originLabel says where a message came from: "#3 user", "assistant
+// (inserted)", "assistant (filler for #3)", "user: #0+#2+#4".
+func originLabel(role conv.Role, group []curated.Part) string {
+	one := func(p curated.Part) string {
+		switch {
+		case p.Ref == curated.RefSystem:
+			return "system"
+		case p.Ref == curated.RefText:
+			return "inserted"
+		case p.Fill > 0:
+			return fmt.Sprintf("filler for #%d", p.Ref)
+		default:
+			return fmt.Sprintf("#%d", p.Ref)
+		}
+	}
+	if len(group) > 1 {
+		names := make([]string, len(group))
+		for k, p := range group {
+			names[k] = one(p)
+		}
+		return fmt.Sprintf("%s: %s", role, strings.Join(names, "+"))
+	}
+	switch p := group[0]; {
+	case p.Ref == curated.RefSystem:
+		return "system"
+	case p.Ref >= 0 && p.Fill == 0:
+		return fmt.Sprintf("#%d %s", p.Ref, role)
+	default:
+		return fmt.Sprintf("%s (%s)", role, one(p))
+	}
+}
+
+// flatten puts a message on one logical line: newlines become "↵" and runs
+// of other white space a single space, so the layout stays predictable.
+func flatten(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ↵ ")), " ")
+}
+
+// shorten keeps the head and tail of s when it is longer than budget runes,
+// marking the cut and the original length.
+func shorten(s string, budget int) string {
+	n := utf8.RuneCountInString(s)
+	if n <= budget {
+		return s
+	}
+	r := []rune(s)
+	head := budget * 2 / 3
+	tail := budget - head
+	return fmt.Sprintf("%s … %s [%d chars]", strings.TrimSpace(string(r[:head])), strings.TrimSpace(string(r[n-tail:])), n)
+}
+
+// wrap breaks s into lines of at most width runes, at spaces when it can.
+func wrap(s string, width int) []string {
+	if width < 1 {
+		width = 1
+	}
+	var lines []string
+	r := []rune(s)
+	for len(r) > width {
+		cut := width
+		for i := width; i > width/2; i-- {
+			if r[i] == ' ' {
+				cut = i
+				break
+			}
+		}
+		lines = append(lines, strings.TrimRight(string(r[:cut]), " "))
+		r = r[cut:]
+		for len(r) > 0 && r[0] == ' ' {
+			r = r[1:]
+		}
+	}
+	if len(r) > 0 || len(lines) == 0 {
+		lines = append(lines, string(r))
+	}
+	return lines
+}
+
+// tokenSummary compares token totals with the first context's.
+func tokenSummary(ctxs []curated.Context) string {
+	if len(ctxs) == 0 {
+		return "no contexts"
+	}
+	var parts []string
+	base := ctxs[0].Tokens
+	for k, x := range ctxs {
+		s := fmt.Sprintf("%s %d", x.Strategy, x.Tokens)
+		if k > 0 && base > 0 {
+			s += fmt.Sprintf(" (%.0f%%)", 100*float64(x.Tokens)/float64(base))
+		}
+		parts = append(parts, s)
+	}
+	return "tokens: " + strings.Join(parts, " · ")
+}
+
+// renderInfo lays out what a model-backed strategy decided and the analysis
+// it decided on, above the context it built.
+func renderInfo(i curated.Info, width, budget int) []string {
+	var head []string
+	if i.Operator != "" {
+		head = append(head, i.Operator)
+	}
+	if i.Action != "" {
+		head = append(head, "action "+i.Action)
+	}
+	if i.GateOpen {
+		head = append(head, "gate open")
+	} else {
+		head = append(head, "gate closed")
+	}
+	if i.Resets > 0 {
+		head = append(head, fmt.Sprintf("resets so far %d", i.Resets))
+	}
+	if i.TurnType != "" {
+		head = append(head, "turn type "+i.TurnType)
+	}
+	if i.Scored {
+		head = append(head, fmt.Sprintf("score %.3f", i.Score))
+	}
+	if i.Constraints > 0 {
+		head = append(head, fmt.Sprintf("%d session constraints appended", i.Constraints))
+	}
+	if i.Memory != "" {
+		head = append(head, "memory "+i.Memory)
+	}
+	lines := wrap(strings.Join(head, " · "), width)
+	if u := i.Usage(); u.Calls > 0 {
+		lines = append(lines, wrap(fmt.Sprintf("calls %d (%d cached) · %d+%d tok · $%.5f", u.Calls, u.Cached, u.PromptTokens, u.CompletionTokens, u.CostUSD), width)...)
+	}
+	if i.Analyzed {
+		if i.Analysis.Ablation != "" {
+			lines = append(lines, wrap(i.Analysis.Ablation+" (not the AC3 analyzer)", width)...)
+		}
+		for _, f := range []struct{ name, text string }{{"spec", i.Analysis.Spec}, {"aligned", i.Analysis.Aligned}, {"issues", i.Analysis.Issues}} {
+			lines = append(lines, "["+f.name+"]")
+			for _, l := range wrap(shorten(flatten(f.text), budget), width-2) {
+				lines = append(lines, "  "+l)
+			}
+		}
+	}
+	return lines
+}
