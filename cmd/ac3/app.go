@@ -181,6 +181,13 @@ func exitCode(err error) int {
 
 // openRun opens the run named by --db (or the first argument), for the
 // commands that read or fix a run rather than run stages on it.
+// openReader opens the run for a command that only reads it, under the
+// readers' memory ceiling.
+func openReader(c *cli.Context, e *env) (*ledger.Ledger, error) {
+	memoryCeiling(e, memgov.Readers)
+	return openRun(c, true)
+}
+
 func openRun(c *cli.Context, readOnly bool) (*ledger.Ledger, error) {
 	path, err := runPath(c)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/memgov"
 	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/stages/curate/inspect"
 )
@@ -21,8 +20,7 @@ func inspectCommand(e *env) *cli.Command {
 			&cli.IntFlag{Name: "width", Usage: "output width (default: the terminal's, else 160)"},
 		},
 		Action: func(c *cli.Context) error {
-			memoryCeiling(e, memgov.Readers)
-			l, err := openRun(c, true)
+			l, err := openReader(c, e)
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ac3/ac3/pipeline/memgov"
 	"github.com/ac3/ac3/run"
 )
 
@@ -20,8 +19,7 @@ func statusCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Action: func(c *cli.Context) error {
-			memoryCeiling(e, memgov.Readers)
-			l, err := openRun(c, true)
+			l, err := openReader(c, e)
 			if err != nil {
 				return err
 			}

@@ -77,10 +77,7 @@ func BenchmarkConvertDuckDB(b *testing.B) {
 		b.Fatal(err)
 	}
 	bin := ac3Binary(b)
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
+	launcher := launcherBinary(b)
 	out := filepath.Join(tmp, "out.parquet")
 	jobs := []struct {
 		name string
@@ -97,7 +94,7 @@ func BenchmarkConvertDuckDB(b *testing.B) {
 	for range rounds {
 		for k, j := range jobs {
 			os.Remove(out)
-			r, err := launchJob(self, j.cmd())
+			r, err := launchJob(launcher, j.cmd())
 			if err != nil {
 				b.Fatalf("%s: %v", j.name, err)
 			}

@@ -379,7 +379,7 @@ func BenchmarkNearDedupe(b *testing.B) {
 			dir := b.TempDir()
 			cmd := exec.Command(self)
 			cmd.Env = append(os.Environ(), childEnv+"=neardup", nearN+"="+strconv.Itoa(j.n), nearMode+"="+j.mode, childOut+"="+dir)
-			rss, _, out, err := peakRSS(self, cmd)
+			rss, _, out, err := peakRSS(launcherBinary(b), cmd)
 			if err != nil {
 				b.Fatal(err)
 			}

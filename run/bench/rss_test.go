@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -50,8 +49,6 @@ func child(mode string) int {
 		}
 		json.NewEncoder(os.Stdout).Encode(st)
 		return 0
-	case "launch":
-		return launch()
 	case "neardup":
 		return nearChild(ctx)
 	}
@@ -67,40 +64,7 @@ type launched struct {
 	Stdout   []byte `json:"stdout"`
 }
 
-// launch runs the job described in childJob and prints a launched.
-//
-// It exists because Linux carries a process's RSS high-water mark across
-// exec, and os/exec starts children with vfork, sharing the parent's
-// memory until the exec: a job started straight from this benchmark would
-// report the benchmark's own peak (hundreds of MB after the throughput
-// runs) whenever that is higher. Started from this small launcher, the job
-// inherits only the launcher's few MB.
-func launch() int {
-	var job struct{ Argv, Env []string }
-	if err := json.Unmarshal([]byte(os.Getenv(childJob)), &job); err != nil || len(job.Argv) == 0 {
-		fmt.Fprintf(os.Stderr, "reading %s: %v\n", childJob, err)
-		return 2
-	}
-	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
-	cmd.Env = job.Env
-	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "running %s: %v\n", job.Argv[0], err)
-		return 1
-	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		fmt.Fprintln(os.Stderr, "no rusage on this platform")
-		return 1
-	}
-	// Linux reports Maxrss in kilobytes.
-	json.NewEncoder(os.Stdout).Encode(launched{MaxRSSKB: ru.Maxrss, CPUNanos: ru.Utime.Nano() + ru.Stime.Nano(), Stdout: stdout.Bytes()})
-	return 0
-}
-
-// peakRSS runs cmd through launcher (this test binary, see launch, or
-// rsslaunch) and returns its peak resident set size in bytes, from the
+// peakRSS runs cmd through launcher (rsslaunch, see launcherBinary) and returns its peak resident set size in bytes, from the
 // kernel's accounting of the finished process, its wall time and its
 // standard output.
 func peakRSS(launcher string, cmd *exec.Cmd) (int64, time.Duration, []byte, error) {
@@ -127,7 +91,7 @@ func launchJob(launcher string, cmd *exec.Cmd) (jobRun, error) {
 		return jobRun{}, err
 	}
 	l := exec.Command(launcher)
-	l.Env = append(os.Environ(), childEnv+"=launch", childJob+"="+string(job))
+	l.Env = append(os.Environ(), childJob+"="+string(job))
 	var stdout, stderr bytes.Buffer
 	l.Stdout, l.Stderr = &stdout, &stderr
 	t0 := time.Now()
@@ -191,7 +155,7 @@ func BenchmarkRSS(b *testing.B) {
 				var rss int64
 				var wall time.Duration
 				for range 1 + 2*(1-i) {
-					r, w, out, err := peakRSS(self, job.cmd(b, f))
+					r, w, out, err := peakRSS(launcherBinary(b), job.cmd(b, f))
 					if err != nil {
 						b.Fatal(err)
 					}

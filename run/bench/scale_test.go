@@ -273,10 +273,7 @@ func BenchmarkScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	bin := ac3Binary(b)
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
+	launcher := launcherBinary(b)
 	figs := map[string]map[int]scaleFigure{}
 	gov := map[string]map[int]governed{}
 	ceilings := map[string]int{}
@@ -304,7 +301,7 @@ func BenchmarkScale(b *testing.B) {
 			}
 			var peak int64
 			for _, st := range steps {
-				g, err := measureGoverned(self, bin, st, filepath.Join(dir, "run.db"))
+				g, err := measureGoverned(launcher, bin, st, filepath.Join(dir, "run.db"))
 				if err != nil {
 					b.Fatalf("%s: %v", st.name, err)
 				}
@@ -388,14 +385,14 @@ func rssGrowthErrors(sizes []int, order []string, figs map[string]map[int]scaleF
 // quickPeaks returns, sorted, the peak RSS of quickRuns runs of a step
 // whose first run (rss, wall) ended within quickStep and that can run again
 // without changing the run; otherwise rss alone.
-func quickPeaks(self, bin string, st scaleStep, rss int64, wall time.Duration) ([]int64, error) {
+func quickPeaks(launcher, bin string, st scaleStep, rss int64, wall time.Duration) ([]int64, error) {
 	peaks := []int64{rss}
 	again := st.rerun()
 	if again == nil || wall >= quickStep {
 		return peaks, nil
 	}
 	for range quickRuns - 1 {
-		p, _, _, err := peakRSS(self, st.command(bin, again))
+		p, _, _, err := peakRSS(launcher, st.command(bin, again))
 		if st.scratch != "" {
 			for _, f := range []string{st.scratch, st.scratch + "-wal", st.scratch + "-shm", st.scratch + ".lock"} {
 				os.Remove(f)

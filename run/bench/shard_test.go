@@ -73,10 +73,7 @@ func BenchmarkShardedRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	bin := ac3Binary(b)
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
+	launcher := launcherBinary(b)
 	in, err := filepath.Abs(files[n].Path) // the configs are elsewhere
 	if err != nil {
 		b.Fatal(err)
@@ -90,11 +87,11 @@ func BenchmarkShardedRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	one, err := measure(self, "1 process: ac3 run", bin, "run", "--config", single)
+	one, err := measure(launcher, "1 process: ac3 run", bin, "run", "--config", single)
 	if err != nil {
 		b.Fatal(err)
 	}
-	steps, err := shardedRun(self, bin, sharded)
+	steps, err := shardedRun(launcher, bin, sharded)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -114,7 +111,7 @@ func BenchmarkShardedRun(b *testing.B) {
 
 // shardedRun runs the shards at the same time, then the merge, then the
 // config on the merged run.
-func shardedRun(self, bin, cfg string) ([]shardStep, error) {
+func shardedRun(launcher, bin, cfg string) ([]shardStep, error) {
 	db := filepath.Join(filepath.Dir(cfg), "run.db")
 	var (
 		wg    sync.WaitGroup
@@ -128,7 +125,7 @@ func shardedRun(self, bin, cfg string) ([]shardStep, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := measure(self, "shard", bin, "run", "--config", cfg, "--shard", fmt.Sprintf("%d/%d", i, shardCount))
+			s, err := measure(launcher, "shard", bin, "run", "--config", cfg, "--shard", fmt.Sprintf("%d/%d", i, shardCount))
 			rss[i], errs[i] = s.rss, err
 		}()
 	}
@@ -140,11 +137,11 @@ func shardedRun(self, bin, cfg string) ([]shardStep, error) {
 		}
 		shards.rss = max(shards.rss, rss[i])
 	}
-	merge, err := measure(self, "ac3 merge", bin, append([]string{"merge", "--out", db}, paths...)...)
+	merge, err := measure(launcher, "ac3 merge", bin, append([]string{"merge", "--out", db}, paths...)...)
 	if err != nil {
 		return nil, err
 	}
-	finish, err := measure(self, "ac3 run on the merged run (report, exports)", bin, "run", "--config", cfg)
+	finish, err := measure(launcher, "ac3 run on the merged run (report, exports)", bin, "run", "--config", cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +149,8 @@ func shardedRun(self, bin, cfg string) ([]shardStep, error) {
 }
 
 // measure runs one ac3 command in its own process (see peakRSS).
-func measure(self, name, bin string, args ...string) (shardStep, error) {
-	rss, wall, _, err := peakRSS(self, exec.Command(bin, args...))
+func measure(launcher, name, bin string, args ...string) (shardStep, error) {
+	rss, wall, _, err := peakRSS(launcher, exec.Command(bin, args...))
 	if err != nil {
 		return shardStep{}, fmt.Errorf("%s: %w", name, err)
 	}

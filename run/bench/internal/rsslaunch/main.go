@@ -1,16 +1,14 @@
 //go:build unix
 
 // Command rsslaunch runs one command and prints its peak RSS, CPU time and
-// standard output as JSON, like the bench tests' launcher (AC3_BENCH_CHILD=launch),
-// for TestMemoryFlat.
+// standard output as JSON: every benchmark and TestMemoryFlat start the
+// commands they measure through it.
 //
 // Linux carries a process's RSS high-water mark across exec, and os/exec
 // starts a child sharing its parent's memory until the exec, so a command
-// reports its launcher's peak whenever that is higher. The test binary
-// re-executed as a launcher peaks at about 42 MB, most of it its own 60 MB
-// file mapped from the page cache, and at about 72 MB under -race: more
-// than status or inspect use. This program imports little and peaks at
-// about 3 MB.
+// reports its launcher's peak whenever that is higher. A test binary as
+// launcher would outweigh the smallest commands (status, inspect); this
+// program imports little and peaks at a few MB.
 package main
 
 import (
