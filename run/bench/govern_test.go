@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ac3/ac3/pipeline/memgov"
 )
 
 // Issue 28: with the default memory governor every command runs within 5%
@@ -39,21 +41,21 @@ type governed struct {
 	pairs               int
 }
 
-// stepCeiling is each command's governor ceiling in MiB (cmd/ac3's
-// memlimit.go), printed beside its peaks.
+// stepCeiling is each command's governor ceiling in MiB (pipeline/memgov),
+// printed beside its peaks.
 func stepCeiling(args []string) int {
 	switch {
 	case len(args) == 0:
 		return 0
 	case args[0] == "ingest":
-		return 64
+		return int(memgov.Ingest >> 20)
 	case args[0] == "convert":
-		return 256
+		return int(memgov.Convert >> 20)
 	case args[0] == "run" && slices.Contains(args, "--dry-run"),
 		slices.Contains([]string{"export", "report", "status", "inspect"}, args[0]):
-		return 160
+		return int(memgov.Readers >> 20)
 	}
-	return 112
+	return int(memgov.Writers >> 20)
 }
 
 // measureGoverned runs st with the default governor and with
