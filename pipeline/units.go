@@ -166,7 +166,7 @@ func (t Task) Each(ctx context.Context, n, limit int, fn func(ctx context.Contex
 	var stopErr error
 	var failed atomic.Bool
 	sem := make(chan struct{}, limit)
-	units := pool.New().WithMaxGoroutines(limit)
+	units := pool.New() // sem bounds it to limit
 	for i := range n {
 		select {
 		case sem <- struct{}{}:

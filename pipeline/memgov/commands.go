@@ -36,12 +36,13 @@ const (
 // Interval is how often a command's governor samples the process.
 const Interval = time.Second
 
-// Usage describes the setting for a command's --help.
-const Usage = "soft limit on the Go heap, e.g. 512MiB or 2GiB, held for the whole command; 'off' for none. " +
-	"Default: governed, i.e. a quarter above what the command needed in its first seconds (15 s and ten collections) " +
-	"and raised when the collector starts to cost CPU, never above 320MiB for the commands that read a run in pages " +
-	"(export, report, status, inspect, run --dry-run), 64MiB for ingest, 320MiB for convert, 112MiB for the others; " +
-	"GOMEMLIMIT, when set, wins"
+// Usage describes the setting for a command's --help, naming the ceilings
+// above.
+var Usage = fmt.Sprintf("soft limit on the Go heap, e.g. 512MiB or 2GiB, held for the whole command; 'off' for none. "+
+	"Default: governed, i.e. a quarter above what the command needed in its first seconds (15 s and ten collections) "+
+	"and raised when the collector starts to cost CPU, never above %dMiB for the commands that read a run in pages "+
+	"(export, report, status, inspect, run --dry-run), %dMiB for ingest, %dMiB for convert, %dMiB for the others; "+
+	"GOMEMLIMIT, when set, wins", Readers>>20, Ingest>>20, Convert>>20, Writers>>20)
 
 // Start applies a command's memory setting through set (the runtime's
 // debug.SetMemoryLimit in a real process). setting is what the user gave
