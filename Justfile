@@ -49,6 +49,7 @@ bench:
     go test -run '^$' -bench Throughput -benchtime 1x -timeout 30m ./pipeline/llm/
     go test -run '^$' -bench '^BenchmarkModelStages$' -benchtime 1x -timeout 60m ./run/bench/modelstages/
     go test -run '^$' -bench '^BenchmarkPlannerAtScale$' -benchtime 1x -timeout 60m ./run/bench/modelstages/
+    go test -run '^$' -bench '^BenchmarkPromptCache$' -benchtime 1x ./run/bench/modelstages/
     go test -run '^$' -bench Faults -benchtime 1x -timeout 30m ./cmd/ac3/
     go test -run '^$' -bench '^BenchmarkShardedRun$' -benchtime 1x -timeout 360m ./run/bench/
     AC3_BENCH_SCALE=10000,100000,1000000 go test -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -timeout 1440m ./run/bench/

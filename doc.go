@@ -12,8 +12,8 @@
 //	cmd/        the command line: flags, help, printing, exit status
 //	run/        a whole run put together: the config file (run/config), Execute
 //	            and Estimate (run), the report (run/report), the exports
-//	            (run/export), convert (run/convert), whole-command benchmarks
-//	            (run/bench)
+//	            (run/export), convert (run/convert), the browser view
+//	            (run/view), whole-command benchmarks (run/bench)
 //	judge/      the judge stage: pairwise verdicts on respond's answers
 //	stages/     one package per stage: filter, classify, constraints, pollution
 //	            (sharing annotator), analyze, curate (the context strategies;
@@ -24,7 +24,7 @@
 //	pipeline/   the ground every layer stands on: the engine (plan, run, commit,
 //	            stop), conv (the domain types), record, ledger (the run file),
 //	            llm (the model client, batch, llmtest), prompt, tokens, stats,
-//	            ingest, progress, memgov, shard, synth
+//	            ingest, progress, memgov, shard, synth, spell, cells
 //	migrations/ the run file's schema, embedded SQL
 //
 // Folders without Go code: fixtures/ (sample data, labelled sets, bad records,

@@ -32,7 +32,11 @@
 // unit key. The judge answers inside a tag that carries a nonce derived from
 // everything the prompt embeds (pipeline/llm/parse.Tagger), holding a JSON
 // object; a verdict pasted inside a conversation or a candidate cannot be
-// mistaken for the judge's own.
+// mistaken for the judge's own. The prompt is laid out for providers' prompt
+// caches: one system message for every call, then the history, then the
+// candidates and the verdict's form with its nonce; a turn's calls are sent
+// together and turns in order, so they share the history while a cache
+// still holds it.
 //
 // Stored output is Output as JSON; Observations turns a stored unit into one
 // Observation per comparison and dimension for the statistics (pipeline/stats)

@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,9 @@ import (
 const (
 	verdictTokens  = 300
 	templateTokens = 450
+	// systemTokens is the part of templateTokens before the history: the
+	// system message, the same in every call.
+	systemTokens = 330
 )
 
 // candidate is one answer as the estimate sees it.
@@ -85,6 +89,13 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 			}
 			history := s.history(t.Conv, tr.Index)
 			hk, ht := pipeline.MessagesKey(history), f.MessagesTokens(history)
+			// The prompt's beginning, for the prompt-cache estimate: the
+			// system message and the history, message by message, which
+			// every call of this turn and the next turns' share.
+			head := []pipeline.Segment{{Key: pipeline.KeyOf(StageName, s.tmpl.Version(), s.opts.Context), Tokens: systemTokens}}
+			for _, m := range history {
+				head = append(head, pipeline.Segment{Key: pipeline.KeyOf(string(m.Role), m.Content), Tokens: 4 + f.Count(m.Content)})
+			}
 			for i := range min(len(as), len(bs)) {
 				a, b := as[i], bs[i]
 				if a.key == "" || b.key == "" || a.key == b.key {
@@ -99,8 +110,13 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 					if first == "B" {
 						one, two = two, one
 					}
+					firstTokens := a.tokens
+					if first == "B" {
+						firstTokens = b.tokens
+					}
 					calls = append(calls, pipeline.Call{Role: s.opts.Role, Key: pipeline.KeyOf(StageName, s.opts.Context, hk, one, two),
-						PromptTokens: ht + a.tokens + b.tokens + templateTokens, CompletionTokens: verdictTokens})
+						PromptTokens: ht + a.tokens + b.tokens + templateTokens, CompletionTokens: verdictTokens,
+						Prefix: append(slices.Clip(head), pipeline.Segment{Key: one, Tokens: firstTokens})})
 				}
 			}
 		}

@@ -27,6 +27,18 @@ type Output struct {
 	Comparisons []Comparison `json:"comparisons"`
 }
 
+// Strategy names the strategy on side ("A" or "B") of o; anything else is
+// "tie".
+func (o Output) Strategy(side string) string {
+	switch side {
+	case "A":
+		return o.A
+	case "B":
+		return o.B
+	}
+	return "tie"
+}
+
 // Comparison is the judgement of sample Sample of A against sample Sample
 // of B.
 type Comparison struct {

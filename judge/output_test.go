@@ -86,8 +86,8 @@ func TestStructuredVerdicts(t *testing.T) {
 		name := "pairwise_tags"
 		if sent {
 			name = "pairwise_json"
-			if sc.Name != "verdict" || strings.Contains(call.Request.System(), "<verdict id=") {
-				t.Errorf("schema %q; structured prompt:\n%s", sc.Name, call.Request.System())
+			if sc.Name != "verdict" || strings.Contains(prompttest.Format(promptOf(call)), "<verdict id=") {
+				t.Errorf("schema %q; structured prompt:\n%s", sc.Name, prompttest.Format(promptOf(call)))
 			}
 		}
 		prompttest.Golden(t, "testdata/golden/"+name+".txt", promptOf(call))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline"
@@ -237,6 +238,7 @@ func FirstShown(seed int64, convID string, turn int, pair string, sample int) st
 
 // callJob is one judge call.
 type callJob struct {
+	turn                      int
 	variant, unit, comp, call int
 	msgs                      []conv.Message
 	tagger                    parse.Tagger
@@ -305,7 +307,7 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 						return nil, err
 					}
 					cmp.Calls = append(cmp.Calls, Call{First: first})
-					jobs = append(jobs, callJob{variant: vi, unit: len(states[vi]), comp: ci, call: k, msgs: msgs, tagger: tg})
+					jobs = append(jobs, callJob{turn: tr.Index, variant: vi, unit: len(states[vi]), comp: ci, call: k, msgs: msgs, tagger: tg})
 				}
 				st.Out.Comparisons = append(st.Out.Comparisons, cmp)
 			}
@@ -314,6 +316,11 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 			}
 		}
 	}
+	// Every call of a turn (each pair, order and sample) repeats the same
+	// system message and history, and the next turn's history extends this
+	// one's: sent turn by turn, they meet a provider's prompt cache while it
+	// still holds that prefix.
+	slices.SortStableFunc(jobs, func(a, b callJob) int { return a.turn - b.turn })
 	got, err := respond.FanOut(ctx, t, len(jobs), func(ctx context.Context, k int) (verdictAnswer, llm.Response, error) {
 		j := jobs[k]
 		req := llm.Request{Role: s.opts.Role, Stage: StageName, Messages: j.msgs, CompletionEstimate: 300, Reroll: t.Retry * (s.opts.Retries + 1)}

@@ -49,7 +49,7 @@ var nonceRe = regexp.MustCompile(`<verdict id="([0-9a-f]+)">`)
 // verdictFor answers with a verdict block carrying the prompt's nonce.
 func verdictFor(q, o string) func(llmtest.ChatRequest) llmtest.Reply {
 	return func(r llmtest.ChatRequest) llmtest.Reply {
-		n := nonceRe.FindStringSubmatch(r.System())[1]
+		n := r.Nonce("verdict")
 		return llmtest.Reply{Content: fmt.Sprintf(`<verdict id="%s">{"quality":{"winner":%q,"justification":"j.","confidence":"80%%"},"on_topic":{"winner":%q,"justification":"k."}}</verdict>`, n, q, o)}
 	}
 }

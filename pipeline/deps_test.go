@@ -51,6 +51,8 @@ var allowed = map[string][]string{
 	"pipeline/progress":    {},
 	"pipeline/synth":       {},
 	"pipeline/shard":       {},
+	"pipeline/spell":       {},
+	"pipeline/cells":       {},
 	"pipeline/memgov":      {},
 	"migrations":           {},
 	"io/atomicfile":        {},
@@ -118,7 +120,7 @@ var allowed = map[string][]string{
 	"stages/curate/memory":  with(engine, "stages/analyze"),
 	"stages/curate/policy":  with(engine),
 	"stages/curate/tally":   {"stages/curate/curated"},
-	"stages/curate/inspect": with(domain, "stages/curate/curated"),
+	"stages/curate/inspect": with(domain, "stages/curate/curated", "pipeline/cells"),
 	"stages/respond":        with(engine, "stages/curate", "stages/curate/curated"),
 
 	// The judge compares what respond produced.
@@ -128,19 +130,22 @@ var allowed = map[string][]string{
 	"run/bench/modelstages": with(engine, stages, "judge"),
 
 	// Reports and exports sit above everything they summarise.
-	"run/report": with(engine, stages, "judge", "io/atomicfile"),
+	"run/report": with(engine, stages, "judge", "io/atomicfile", "pipeline/cells"),
 	"run/export": with(engine, stages, "judge", "io/jsonl", "io/parquetio"),
 
 	// The run library wires everything below into one call; the config
 	// file is read into its plan by a package of its own.
 	"run":        with(engine, stages, formats, "judge", "run/report", "run/export", "run/convert", "pipeline/ingest", "pipeline/progress", "pipeline/llm/batch", "pipeline/shard"),
-	"run/config": with(engine, stages, "judge", "run/report", "run"),
+	"run/config": with(engine, stages, "judge", "run/report", "run", "pipeline/spell"),
+	// view serves a run to a browser: it reads across the stages, through
+	// their decoders and the run's status.
+	"run/view": with(engine, stages, "judge", "run"),
 
 	// The command line: flags, calls into the run library, printing. It
 	// reads the domain packages only for their names and lists (strategies,
 	// formats, dimensions) and for the read-only commands (status,
 	// inspect, memory show).
-	"cmd/ac3": with(engine, stages, "io/detect", "pipeline/record", "judge", "run/report", "run/export", "run/convert", "run", "run/config", "pipeline/shard", "pipeline/memgov"),
+	"cmd/ac3": with(engine, stages, "io/detect", "pipeline/record", "judge", "run/report", "run/export", "run/convert", "run", "run/config", "run/view", "pipeline/shard", "pipeline/memgov", "pipeline/spell"),
 }
 
 // external lists the third-party modules and who may import them, so heavy

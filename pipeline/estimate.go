@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
 )
@@ -37,6 +38,67 @@ type Call struct {
 	Key              string
 	PromptTokens     int
 	CompletionTokens int // the answer length the stage expects
+	// Prefix is how the prompt begins, as far as the stage can tell: parts
+	// in order, each with a key (equal for equal text) and its tokens. A
+	// dry run takes the longest run of them another call of the
+	// conversation began with as what a provider's prompt cache would
+	// serve. Nil: the stage does not say, and nothing is counted cached.
+	Prefix []Segment
+}
+
+// Segment is one part of a prompt's beginning (see Call.Prefix).
+type Segment struct {
+	Key    string
+	Tokens int
+}
+
+// MessagesPrefix is the Prefix of a prompt that sends msgs as they are:
+// one segment per message.
+func (f *Forecast) MessagesPrefix(msgs []conv.Message) []Segment {
+	out := make([]Segment, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, Segment{Key: KeyOf(string(m.Role), m.Content), Tokens: 4 + f.Count(m.Content)})
+	}
+	return out
+}
+
+// MessageSegments is the Prefix of a prompt of msgs the stage has
+// rendered: each message line by line, so that two prompts share the
+// segments up to the first line where they differ.
+func (f *Forecast) MessageSegments(msgs []conv.Message) []Segment {
+	var out []Segment
+	for _, m := range msgs {
+		out = append(out, Segment{Key: "role:" + string(m.Role), Tokens: 4})
+		for line := range strings.Lines(m.Content) {
+			out = append(out, Segment{Key: KeyOf(line), Tokens: f.Count(line)})
+		}
+	}
+	return out
+}
+
+// PrefixCache finds, for the calls of one conversation in the order they
+// are given, how much of each prompt's beginning an earlier call shared
+// (see Call.Prefix). It is not safe for concurrent use.
+type PrefixCache struct{ seen map[string]bool }
+
+// NewPrefixCache returns an empty PrefixCache.
+func NewPrefixCache() *PrefixCache { return &PrefixCache{seen: map[string]bool{}} }
+
+// Shared returns the tokens of c's longest run of leading segments that an
+// earlier call given to Shared began with too, and remembers c's. Calls of
+// different roles never share: the key of each run starts with the role.
+func (p *PrefixCache) Shared(c Call) int {
+	chain, shared, open := c.Role, 0, true
+	for _, s := range c.Prefix {
+		chain = KeyOf(chain, s.Key)
+		if open && p.seen[chain] {
+			shared += s.Tokens
+		} else {
+			open = false
+		}
+		p.seen[chain] = true
+	}
+	return shared
 }
 
 // Predicted is what a dry run expects one unit to produce.
@@ -49,6 +111,10 @@ type Predicted struct {
 	// Samples is how many outputs the unit holds (respond's samples per
 	// context); 0 means one.
 	Samples int
+	// Prefix is how a prompt made of the output begins (a context curate
+	// can build without a model), for the calls that send it (see
+	// Call.Prefix); nil when not known.
+	Prefix []Segment
 }
 
 // Forecast is what a dry run knows about one conversation as it goes

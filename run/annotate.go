@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline"
@@ -11,6 +12,53 @@ import (
 	"github.com/ac3/ac3/stages/constraints"
 	"github.com/ac3/ac3/stages/pollution"
 )
+
+// AnnotateFlags is what 'ac3 annotate' was asked on its command line.
+type AnnotateFlags struct {
+	Stages     []string // classify (or refs), constraints, pollution
+	Annotator  string   // Heuristic or LLM, for classify and constraints
+	On         []string // pollution: dataset, responses
+	Strategies []string // pollution on responses: the respond variants to review
+	Samples    int      // pollution on responses: samples per reply (0: all)
+	Choose     bool     // Strategies or Samples were given
+	Workers    int
+}
+
+// Plan checks the flags and returns the annotate plan, with the review of
+// generated replies when pollution is asked on responses.
+func (f AnnotateFlags) Plan() (Annotate, *ReviewReplies, error) {
+	a := Annotate{Workers: f.Workers}
+	if f.Annotator != Heuristic && f.Annotator != LLM {
+		return a, nil, fmt.Errorf("--annotator %q: want %s or %s", f.Annotator, Heuristic, LLM)
+	}
+	wantPollution := false
+	for _, s := range f.Stages {
+		switch s {
+		case classify.StageName, "refs":
+			a.Classify = f.Annotator
+		case constraints.StageName:
+			a.Constraints = f.Annotator
+		case pollution.StageName:
+			wantPollution = true
+		default:
+			return a, nil, fmt.Errorf("--stages: unknown stage %q (want %s)", s, strings.Join(AnnotateStages(), ", "))
+		}
+	}
+	dataset, responses, bad := PollutionTargets(f.On)
+	switch {
+	case bad != "":
+		return a, nil, fmt.Errorf("--on: %q, want dataset or responses", bad)
+	case !responses && f.Choose:
+		return a, nil, fmt.Errorf("--strategies and --samples choose generated replies to review: add --on responses")
+	case f.Samples < 0:
+		return a, nil, fmt.Errorf("--samples %d: want 0 (all) or more", f.Samples)
+	}
+	a.Pollution = wantPollution && dataset
+	if !wantPollution || !responses {
+		return a, nil, nil
+	}
+	return a, &ReviewReplies{Strategies: f.Strategies, Samples: f.Samples, Dataset: dataset, Workers: f.Workers}, nil
+}
 
 // AnnotateStages are the stages an annotate plan can run, in run order
 // (refs come with classify).

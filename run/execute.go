@@ -68,6 +68,34 @@ func (r Result) ReportFile() string {
 	return ""
 }
 
+// WriteDone writes the closing lines of a whole run (ac3 run) that ended
+// with err (Finish's): where its report is and how to see the run, in the
+// report, with 'ac3 status' and in the browser with 'ac3 view' (which
+// report.html links into). A run that finished with failed units wrote its
+// report too, and the view shows those units.
+func (r Result) WriteDone(w io.Writer, db string, err error) {
+	report := r.ReportFile()
+	switch {
+	case err != nil && report != "" && ExitCode(err) == ExitFailed:
+		fmt.Fprintf(w, "the report is %s\n", report)
+	case err != nil:
+		return
+	case report != "":
+		fmt.Fprintf(w, "== done; the report is %s, and 'ac3 status --db %s' shows the run\n", report, db)
+	default:
+		fmt.Fprintf(w, "== done; 'ac3 status --db %s' shows the run\n", db)
+	}
+	fmt.Fprintf(w, "browse every turn, answer and verdict with 'ac3 view --db %s'%s\n", db, viewNote(report))
+}
+
+// viewNote says that report.html's links need the view running.
+func viewNote(report string) string {
+	if filepath.Ext(report) != ".html" {
+		return ""
+	}
+	return "; " + filepath.Base(report) + " links into it"
+}
+
 // Exported is one export file written.
 type Exported struct {
 	What, Out string

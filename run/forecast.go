@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,10 @@ type Forecast struct {
 	Exports       []Export        `json:"exports,omitempty"`
 	TotalCalls    int64           `json:"total_calls"`
 	TotalCostUSD  float64         `json:"total_cost_usd"`
+	// TotalInputTokens and TotalCachedTokens sum the stages' input tokens
+	// and the part of them a provider's prompt cache is expected to serve.
+	TotalInputTokens  int64 `json:"total_input_tokens"`
+	TotalCachedTokens int64 `json:"total_cached_tokens"`
 	// BatchRounds estimates the rounds of batches (submit, wait for the
 	// endpoint, import) the run would wait for, over the stages whose
 	// roles are in batch mode: stages that share their rounds
@@ -98,6 +103,12 @@ type StageForecast struct {
 	Calls        int64  `json:"calls"`
 	InputTokens  int64  `json:"input_tokens"`
 	OutputTokens int64  `json:"output_tokens"`
+	// CachedTokens is the part of InputTokens a provider's prompt cache is
+	// expected to serve: the prefixes calls of one conversation share (as
+	// the stage reports them, see pipeline.Call.Prefix), from 1,024 tokens
+	// in steps of 128, as OpenAI's cache bills them. It is priced at the
+	// model's cached price; a stage that reports no prefix counts none.
+	CachedTokens int64 `json:"cached_tokens"`
 	// OutputTokensPerCall is the answer length assumed per call: the
 	// stage's expectation, capped at the role's max_tokens.
 	OutputTokensPerCall int64    `json:"output_tokens_per_call"`
@@ -194,6 +205,32 @@ type compintSim struct {
 func Estimate(ctx context.Context, plan Plan) (Forecast, error) {
 	fc, _, err := estimate(ctx, plan, false)
 	return fc, err
+}
+
+// DryRun writes the forecast of plan on w, as text or (asJSON) indented
+// JSON, notes first, and ends as the run would: a dry run is how a config
+// is checked before a long run, so one the run would stop on must not pass.
+func DryRun(ctx context.Context, w io.Writer, plan Plan, notes []string, asJSON bool) error {
+	fc, err := Estimate(ctx, plan)
+	if err != nil {
+		return err
+	}
+	fc.Notes = append(notes, fc.Notes...)
+	if asJSON {
+		if err := WriteJSON(w, fc); err != nil {
+			return err
+		}
+	} else {
+		fc.WriteText(w, plan)
+	}
+	return fc.Err()
+}
+
+// WriteJSON writes v as indented JSON, what the commands' --json print.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // estimate is Estimate; walkAll turns the finished-run shortcut off, and
@@ -544,6 +581,10 @@ func (e *forecaster) conversation(ctx context.Context, seq int64, origin string,
 	f := pipeline.NewForecast(ratioCounter(e.counter, c))
 	f.Unread = e.unread
 	sent := map[string]bool{}
+	// The calls of one conversation go out close together, so a provider's
+	// prompt cache can serve what they share; across conversations it is
+	// not counted on.
+	prefixes := pipeline.NewPrefixCache()
 	for i := range e.fc.Stages {
 		sf := &e.fc.Stages[i]
 		if sf.stage == nil || !sf.scope.Has(origin) {
@@ -579,13 +620,15 @@ func (e *forecaster) conversation(ctx context.Context, seq int64, origin string,
 			if m := e.plan.Model.maxTokens(call.Role); m > 0 {
 				out = min(out, m)
 			}
+			cached := min(llm.CacheableTokens(prefixes.Shared(call)), call.PromptTokens)
 			sf.Calls++
 			sf.InputTokens += int64(call.PromptTokens)
+			sf.CachedTokens += int64(cached)
 			sf.OutputTokens += int64(out)
 			if !contains(sf.Roles, call.Role) {
 				sf.Roles = append(sf.Roles, call.Role)
 			}
-			usd, err := e.client.EstimateCost(call.Role, call.PromptTokens, out)
+			usd, err := e.client.EstimateUsageCost(call.Role, llm.Usage{Prompt: call.PromptTokens, CachedPrompt: cached, Completion: out})
 			if err != nil {
 				return err
 			}
@@ -694,6 +737,8 @@ func (e *forecaster) finish() {
 		}
 		e.fc.TotalCalls += sf.Calls
 		e.fc.TotalCostUSD += sf.CostUSD
+		e.fc.TotalInputTokens += sf.InputTokens
+		e.fc.TotalCachedTokens += sf.CachedTokens
 		if sf.Unpriced {
 			e.note("%s: a model of role %s has no price (set models.<name>.price); its calls are counted as free", sf.Label, strings.Join(sf.Roles, ", "))
 		}

@@ -29,13 +29,13 @@ func (fc Forecast) WriteText(w io.Writer, plan Plan) {
 	}
 	fmt.Fprintf(w, "over %d conversations:\n", fc.Conversations)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "stage\ttasks pending\tdone\tmodel calls\tinput tokens\toutput tokens\tper call\tcost\t")
+	fmt.Fprintln(tw, "stage\ttasks pending\tdone\tmodel calls\tinput tokens\tcached\toutput tokens\tper call\tcost\t")
 	for _, s := range fc.Stages {
 		if s.Skipped != "" {
-			fmt.Fprintf(tw, "%s\tskipped\t\t\t\t\t\t\t\n", s.Label)
+			fmt.Fprintf(tw, "%s\tskipped\t\t\t\t\t\t\t\t\n", s.Label)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t$%.4f\t\n", s.Label, s.PendingTasks, s.DoneTasks, s.Calls, humanTokens(s.InputTokens), humanTokens(s.OutputTokens), s.OutputTokensPerCall, s.CostUSD)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t$%.4f\t\n", s.Label, s.PendingTasks, s.DoneTasks, s.Calls, humanTokens(s.InputTokens), cachedShare(s.CachedTokens, s.InputTokens), humanTokens(s.OutputTokens), s.OutputTokensPerCall, s.CostUSD)
 	}
 	tw.Flush()
 	for _, s := range fc.Stages {
@@ -44,6 +44,10 @@ func (fc Forecast) WriteText(w io.Writer, plan Plan) {
 		}
 	}
 	fmt.Fprintf(w, "total: %d model calls, estimated cost $%.4f (answers counted at the stage's expected length, capped at the role's max_tokens: see \"per call\")\n", fc.TotalCalls, fc.TotalCostUSD)
+	if fc.TotalCachedTokens > 0 {
+		fmt.Fprintf(w, "cached: %s of %s input tokens (%s) expected from the endpoints' prompt caches, priced at the models' cached price: the prefixes calls of one conversation share, where the stage can tell\n",
+			humanTokens(fc.TotalCachedTokens), humanTokens(fc.TotalInputTokens), cachedShare(fc.TotalCachedTokens, fc.TotalInputTokens))
+	}
 	if line := fc.batchRoundsText(); line != "" {
 		fmt.Fprintln(w, line)
 	}
@@ -68,4 +72,13 @@ func humanTokens(n int64) string {
 		return fmt.Sprintf("%.1fk", float64(n)/1e3)
 	}
 	return fmt.Sprint(n)
+}
+
+// cachedShare is cached as a percentage of input ("-" when there is no
+// input).
+func cachedShare(cached, input int64) string {
+	if input <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(cached)/float64(input))
 }

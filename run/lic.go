@@ -25,14 +25,20 @@ import (
 type LiC struct {
 	// Simulation.
 	Replicates int    // baseline trajectories per instance (N)
-	Mode       string // simulate.ModeModel or ModeVerbatim
+	Mode       string // simulate.ModeLiC, ModeModel or ModeVerbatim
 	UserRole   string // the user simulator (simulate.UserRole)
 	Respondent string // the assistant, in the simulation and the replay (respondent)
+	// SelectRespondent, when set, is the assistant of the baseline
+	// trajectories instead, the model that selects the pool; the replay
+	// still answers with Respondent (the AC3 paper's Tables 2, 5 and 6
+	// select with one model and replay with others).
+	SelectRespondent string
 	// Pool.
 	MinFailures int    // difficulty selection: baseline fails in at least k of N; 0 the unselected pool
 	MaxPerTask  int    // of those, the n per task with the most failures (0: all)
 	FNCheck     bool   // the false-negative pre-filter
 	FNRole      string // its role (simulate.FNRole)
+	Traces      string // simulate.TracesOne (also "", the paper's) or TracesAll
 	// Replay.
 	Strategies []string // curate strategies replayed (fc and ao for the gap closure)
 	LastTurns  int      // final user turns regenerated (K, default 1)
@@ -52,12 +58,17 @@ type LiC struct {
 // check refuses settings that cannot work.
 func (c *LiC) check() error {
 	switch c.Mode {
-	case "", simulate.ModeModel, simulate.ModeVerbatim:
+	case "", simulate.ModeModel, simulate.ModeVerbatim, simulate.ModeLiC:
 	default:
-		return fmt.Errorf("lic.mode %q: want %s or %s", c.Mode, simulate.ModeModel, simulate.ModeVerbatim)
+		return fmt.Errorf("lic.mode %q: want %s, %s or %s", c.Mode, simulate.ModeLiC, simulate.ModeModel, simulate.ModeVerbatim)
 	}
 	if len(c.Strategies) == 0 {
 		return errors.New("lic.strategies: list at least one strategy to replay")
+	}
+	switch c.Traces {
+	case "", simulate.TracesOne, simulate.TracesAll:
+	default:
+		return fmt.Errorf("lic.traces %q: want %s (the paper's: one saved baseline trace per instance) or %s", c.Traces, simulate.TracesOne, simulate.TracesAll)
 	}
 	if c.MinFailures > max(c.Replicates, 1) {
 		return fmt.Errorf("lic.min_failures is %d, but there are only %d replicates", c.MinFailures, max(c.Replicates, 1))
@@ -73,6 +84,11 @@ func (c *LiC) poolKey(sim *simulate.Stage, check *simulate.FNCheck) string {
 	k := fmt.Sprintf("min_failures=%d;max_per_task=%d;sim=%s*%d", c.MinFailures, c.MaxPerTask, sim.Variants()[0].Version, len(sim.Variants()))
 	if check != nil {
 		k += ";check=" + check.Variants()[0].Version
+	}
+	if c.Traces != simulate.TracesAll {
+		// Runs from before this setting replayed every trace, under the
+		// key without it.
+		k += ";traces=" + simulate.TracesOne
 	}
 	return k
 }
@@ -97,10 +113,11 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 		return err == nil, err
 	}
 	respondent := cmp.Or(c.Respondent, simulate.RespondentRole)
+	selector := cmp.Or(c.SelectRespondent, respondent)
 	g := grade.New(c.Grade)
 	sim, err := simulate.New(client, simulate.Options{
-		Replicates: c.Replicates, Mode: c.Mode, UserRole: c.UserRole, Respondent: respondent,
-		UserSettings: r.plan.Model.roleSettings(cmp.Or(c.UserRole, simulate.UserRole)), RespondentSettings: r.plan.Model.roleSettings(respondent),
+		Replicates: c.Replicates, Mode: c.Mode, UserRole: c.UserRole, Respondent: selector,
+		UserSettings: r.plan.Model.roleSettings(cmp.Or(c.UserRole, simulate.UserRole)), RespondentSettings: r.plan.Model.roleSettings(selector),
 		Grader: g, Prompts: c.Prompts,
 	})
 	if err != nil {
@@ -191,7 +208,7 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 		return ok, err
 	}
 
-	acc, err := report.BuildAccuracy(ctx, r.l, report.AccuracyOptions{MinFailures: c.MinFailures, MaxPerTask: c.MaxPerTask, FNCheck: c.FNCheck, Grader: g.Fingerprint()})
+	acc, err := report.BuildAccuracy(ctx, r.l, report.AccuracyOptions{MinFailures: c.MinFailures, MaxPerTask: c.MaxPerTask, FNCheck: c.FNCheck, Traces: c.Traces, Grader: g.Fingerprint()})
 	if err != nil {
 		return false, err
 	}
@@ -237,7 +254,7 @@ func (r *runner) licPool(ctx context.Context, c *LiC, sim *simulate.Stage, check
 		}
 	}
 	src := ledger.MustOrigins(ledger.OriginSource)
-	pool := &simulate.Pool{MinFailures: c.MinFailures, MaxPerTask: c.MaxPerTask, Check: check}
+	pool := &simulate.Pool{MinFailures: c.MinFailures, MaxPerTask: c.MaxPerTask, Check: check, Traces: c.Traces}
 	if err := pool.Rank(ctx, r.l.In(src).EachPage, r.l, sim); err != nil {
 		return false, err
 	}

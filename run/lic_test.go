@@ -292,6 +292,9 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 			Accuracy, Mean, SD       *float64
 			GapClosure               *float64 `json:"gap_closure"`
 			Interval                 struct{ Lo, Hi *float64 }
+			Instances                int
+			InstanceAccuracy         *float64             `json:"instance_accuracy"`
+			InstVsFC                 *struct{ Pairs int } `json:"instance_vs_fc"`
 			VsFC                     *struct {
 				Pairs, Better, Worse int
 				P                    float64
@@ -382,6 +385,12 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 		if c.N != 15 || c.Passes != passes || c.Ungraded != 0 {
 			t.Errorf("%s: %d of %d passed (%d ungraded), want %d of 15", name, c.Passes, c.N, c.Ungraded, passes)
 		}
+		// One trace per instance, each answered 3 times: the instance
+		// accuracy is the pooled one, and the headline pairs are the 5
+		// instances.
+		if c.Instances != 5 || c.InstanceAccuracy == nil || !near(*c.InstanceAccuracy, float64(passes)/15) || (!w.noFC && (c.InstVsFC == nil || c.InstVsFC.Pairs != 5)) {
+			t.Errorf("%s: %d instances, instance accuracy %v, instance pairs %+v; want 5, %v, 5", name, c.Instances, c.InstanceAccuracy, c.InstVsFC, float64(passes)/15)
+		}
 		if c.Accuracy == nil || !near(*c.Accuracy, float64(passes)/15) {
 			t.Errorf("%s: accuracy %v, want %v", name, c.Accuracy, float64(passes)/15)
 		}
@@ -433,9 +442,9 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, line := range []string{
-		"| math | fc | 5 | 3 | 15 | 13.3% |",
-		"| database | gated-reset | 5 | 3 | 15 | 73.3% |",
-		"| actions | rewrite | 5 | 3 | 15 | 20.0% |",
+		"| math | fc | 5 | 3 | 13.3% |",
+		"| database | gated-reset | 5 | 3 | 73.3% |",
+		"| actions | rewrite | 5 | 3 | 20.0% |",
 		"| math | 5 | 1/5 | 5 | 0 | 5 | 5 |",
 	} {
 		if !strings.Contains(string(md), line) {
@@ -491,4 +500,60 @@ func TestLiCBlockedByFailedUnitsSaysSo(t *testing.T) {
 			t.Fatalf("pass %d: stopped %v, blocked %q, failed %+v; want blocked with the failed units", pass, res.Stopped, res.Blocked, res.Failed)
 		}
 	}
+}
+
+// TestLiCSelectRespondent: with select_respondent the baseline trajectories
+// that select the pool are the selecting model's, and the replay answers
+// with the respondent's (the paper's Tables 2, 5 and 6).
+func TestLiCSelectRespondent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the LiC sample")
+	}
+	srv := llmtest.New(t, llmtest.Options{Default: llmtest.Reply{Content: "Final answer: 1\n```sql\nSELECT 1\n```\n[f(a=1)]"}})
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	body := `run: {db: ` + filepath.Join(dir, "run.db") + `, out: ` + dir + `}
+input: {files: [` + filepath.Join(must(filepath.Abs("../fixtures/lic/sample_5_per_task.json"))) + `], format: lic}
+endpoints: {main: {base_url: "` + srv.URL + `", api_key_env: K}}
+models:
+  replay-m: {endpoint: main, name: replay-m}
+  select-m: {endpoint: main, name: select-m}
+roles:
+  respondent: {model: replay-m}
+  selector: {model: select-m}
+  analyzer: {model: replay-m}
+lic: {strategies: [fc], mode: verbatim, replicates: 1, select_respondent: selector, out: ` + dir + `}
+`
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) string { return map[string]string{"K": "k"}[k] }
+	c, err := config.Load(cfg, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _, err := c.Plan(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run.Execute(context.Background(), plan, run.Options{})
+	if err != nil || res.Stopped || len(res.FailedTasks()) > 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	// Verbatim: the baseline sends every shard to the selector; the replay
+	// asks the respondent once per replayed trajectory (the final turn).
+	byModel := map[string]int{}
+	for _, call := range srv.Calls() {
+		byModel[call.Request.Model]++
+	}
+	if byModel["select-m"] == 0 || byModel["replay-m"] == 0 || byModel["select-m"] <= byModel["replay-m"] || len(byModel) != 2 {
+		t.Errorf("requests by model %v; want the baseline on select-m and the replay on replay-m", byModel)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -103,28 +103,3 @@ func (r *runner) exports(ctx context.Context) (bool, error) {
 	}
 	return true, nil
 }
-
-// UntilStop returns a context that also ends when stop closes (at once if
-// it is closed already). The report, the exports, status and the dry run
-// record nothing in the run, so they have no work in flight to finish: a
-// Ctrl-C ends them at once (export files are written whole or not at all)
-// instead of after minutes of a large export.
-func UntilStop(ctx context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	if stop == nil {
-		return ctx, cancel
-	}
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	select {
-	case <-stop:
-		cancel() // closed already: ended before the caller's first call
-	default:
-	}
-	return ctx, cancel
-}

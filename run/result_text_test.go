@@ -166,3 +166,33 @@ func TestSummaryTexts(t *testing.T) {
 		}
 	}
 }
+
+// The closing lines of 'ac3 run' point to the report and to 'ac3 view';
+// a run stopped by an error other than failed units says neither.
+func TestWriteDone(t *testing.T) {
+	tests := []struct {
+		name string
+		res  run.Result
+		err  error
+		want string
+	}{
+		{"report", run.Result{Reports: []string{"out/report.md", "out/report.html"}}, nil,
+			"== done; the report is out/report.html, and 'ac3 status --db r.db' shows the run\n" +
+				"browse every turn, answer and verdict with 'ac3 view --db r.db'; report.html links into it\n"},
+		{"markdown only", run.Result{Reports: []string{"out/report.md"}}, nil,
+			"== done; the report is out/report.md, and 'ac3 status --db r.db' shows the run\n" +
+				"browse every turn, answer and verdict with 'ac3 view --db r.db'\n"},
+		{"no report", run.Result{}, nil,
+			"== done; 'ac3 status --db r.db' shows the run\nbrowse every turn, answer and verdict with 'ac3 view --db r.db'\n"},
+		{"stopped", run.Result{Reports: []string{"out/report.html"}}, errors.New("reading input: boom"), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			tc.res.WriteDone(&out, "r.db", tc.err)
+			if out.String() != tc.want {
+				t.Errorf("got\n%q\nwant\n%q", out.String(), tc.want)
+			}
+		})
+	}
+}

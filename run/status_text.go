@@ -51,12 +51,18 @@ func WriteStatus(w io.Writer, st ledger.Status, tts []TurnTypes, now time.Time) 
 	if len(st.LLM) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "role\tmodel\tstage\tcalls\tcache hits\tfailed\tprompt tok\tcompletion tok\tcost")
+		fmt.Fprintln(tw, "role\tmodel\tstage\tcalls\tcache hits\tfailed\tprompt tok\tendpoint-cached\tcompletion tok\tcost")
+		var sent, cached int64
 		for _, u := range st.LLM {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t$%.4f\n", u.Role, u.Model, u.Stage, u.Calls, u.CacheHits, u.Failed, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d (%.0f%%)\t%d\t$%.4f\n", u.Role, u.Model, u.Stage, u.Calls, u.CacheHits, u.Failed, u.PromptTokens, u.SentCachedTokens, 100*u.CachedShare(), u.CompletionTokens, u.CostUSD)
+			sent, cached = sent+u.SentPromptTokens, cached+u.SentCachedTokens
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "spend so far: $%.4f\n", st.SpendUSD)
+		if cached > 0 {
+			// Cache hits are the run's own answers; these are the provider's.
+			fmt.Fprintf(w, "the endpoints' prompt caches served %d of the %d prompt tokens sent (%.0f%%), billed at the cached price\n", cached, sent, 100*float64(cached)/float64(sent))
+		}
 	}
 	printBatches(w, st, now)
 	printTurnTypes(w, tts)

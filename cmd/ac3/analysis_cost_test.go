@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ac3/ac3/run"
 )
 
 // analysisCostConfig curates the WildChat sample with two AC3 operators
@@ -69,7 +71,7 @@ func TestAnalysisCostIsTheSameAfterInterruptionsAndInBatchMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three runs against the scripted endpoint")
 	}
-	run := func(name string, args ...string) string {
+	runCmd := func(name string, args ...string) string {
 		srv := startScripted(t)
 		vars := map[string]string{"AC3_E2E_BASE_URL": srv.URL}
 		out, err := runAppEnv(t, vars, args...)
@@ -79,7 +81,7 @@ func TestAnalysisCostIsTheSameAfterInterruptionsAndInBatchMode(t *testing.T) {
 		return srv.URL
 	}
 	once := t.TempDir()
-	run("one pass", "run", "--config", analysisCostConfig(t, once, 0))
+	runCmd("one pass", "run", "--config", analysisCostConfig(t, once, 0))
 	want, spent := analysisCost(t, once)
 	var wantRows []struct {
 		Strategy    string  `json:"strategy"`
@@ -98,7 +100,7 @@ func TestAnalysisCostIsTheSameAfterInterruptionsAndInBatchMode(t *testing.T) {
 	for _, budget := range []float64{spent / 3, spent * 2 / 3, 0} {
 		out, err := runAppEnv(t, vars, "run", "--config", analysisCostConfig(t, cut, budget))
 		switch {
-		case budget > 0 && exitCode(err) == exitStopped:
+		case budget > 0 && run.ExitCode(err) == run.ExitStopped:
 			stops++
 		case err != nil:
 			t.Fatalf("budget %v: %v\n%s", budget, err, out)
@@ -112,7 +114,7 @@ func TestAnalysisCostIsTheSameAfterInterruptionsAndInBatchMode(t *testing.T) {
 	}
 
 	batch := t.TempDir()
-	run("batch", "run", "--batch", "--config", analysisCostConfig(t, batch, 0))
+	runCmd("batch", "run", "--batch", "--config", analysisCostConfig(t, batch, 0))
 	if got, _ := analysisCost(t, batch); got != want {
 		t.Errorf("in batch mode the analysis cost is\n%s\nwant\n%s", got, want)
 	}

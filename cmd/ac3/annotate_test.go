@@ -82,7 +82,7 @@ var nonceRE = regexp.MustCompile(`<answer id="([0-9a-f]+)">`)
 
 // fakeAnnotator answers every annotation prompt like a well-behaved model.
 func fakeAnnotator(r llmtest.ChatRequest) llmtest.Reply {
-	m := nonceRE.FindStringSubmatch(r.System())
+	m := nonceIn(nonceRE, r)
 	if m == nil {
 		return llmtest.Reply{Content: "?"}
 	}

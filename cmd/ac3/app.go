@@ -2,9 +2,7 @@ package main
 
 import (
 	"cmp"
-	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,31 +30,6 @@ type env struct {
 	governInterval time.Duration
 	memory         *memgov.Governor // nil when a fixed limit (or none) applies
 }
-
-// The exit statuses, as the manual states them.
-const (
-	exitError   = 1 // the command could not do its work
-	exitFailed  = 2 // it finished, but units of its stages are recorded as failed (by any pass)
-	exitStopped = 3 // it stopped before the end; run it again to continue
-	exitLocked  = 4 // another process is writing the run file; nothing was done
-	exitDamaged = 5 // the run file is damaged; 'ac3 doctor' says what can be saved
-	exitFull    = 6 // the disk is full; nothing of the failed commit was kept
-)
-
-// exitStatus ends the command with a status; err, when set, is printed.
-type exitStatus struct {
-	code int
-	err  error
-}
-
-func (e *exitStatus) Error() string {
-	if e.err != nil {
-		return e.err.Error()
-	}
-	return fmt.Sprintf("exit status %d", e.code)
-}
-
-func (e *exitStatus) Unwrap() error { return e.err }
 
 // manual is the text of 'ac3 --help': what a run is, a typical session, the
 // exit statuses.
@@ -91,6 +64,7 @@ func newApp(e *env) *cli.App {
 			runCommand(e),
 			mergeCommand(e),
 			statusCommand(e),
+			viewCommand(e),
 			doctorCommand(e),
 			retryCommand(e),
 			convertCommand(e),
@@ -134,22 +108,8 @@ func executeResult(c *cli.Context, e *env, plan run.Plan, opts run.Options) (run
 		return run.Result{}, err
 	}
 	res, err := run.Execute(c.Context, plan, opts)
-	switch {
-	case errors.Is(err, context.Canceled):
-		return res, &exitStatus{code: exitStopped} // the second Ctrl-C; main said so
-	case run.IsStop(err):
-		return res, &exitStatus{code: exitStopped, err: fmt.Errorf("stopped: %w; fix the cause and run the same command again to continue", err)}
-	case err != nil:
-		return res, err
-	}
-	if res.Stopped {
-		return res, &exitStatus{code: exitStopped}
-	}
 	// The run's failed units, not just this pass's, decide the status.
-	if res.WriteFailed(e.stdout, plan.DB, c.Bool(acceptFailedFlag.Name)) {
-		return res, &exitStatus{code: exitFailed}
-	}
-	return res, nil
+	return res, run.Finish(res, err, e.stdout, plan.DB, c.Bool(acceptFailedFlag.Name))
 }
 
 // acceptFailedFlag lets a command whose stages have failed units end with
@@ -157,30 +117,6 @@ func executeResult(c *cli.Context, e *env, plan run.Plan, opts run.Options) (run
 // until 'ac3 retry' queues them again.
 var acceptFailedFlag = &cli.BoolFlag{Name: "accept-failed", Usage: "end with status 0 although units of the stages this command covers are recorded as failed (by this pass or an earlier one); they stay failed, and 'ac3 retry' still queues them again. Without it such a command exits 2, on every pass, until they are retried"}
 
-// exitCode maps a command's error to the process's exit status.
-func exitCode(err error) int {
-	var es *exitStatus
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, ledger.ErrLocked):
-		return exitLocked
-	case errors.Is(err, ledger.ErrDamaged):
-		return exitDamaged
-	case errors.Is(err, ledger.ErrDiskFull):
-		return exitFull
-	case errors.Is(err, ledger.ErrWALRemoved):
-		return exitStopped // its commits were saved: the same command goes on
-	case errors.As(err, &es):
-		return es.code
-	case run.IsStop(err):
-		return exitStopped
-	}
-	return exitError
-}
-
-// openRun opens the run named by --db (or the first argument), for the
-// commands that read or fix a run rather than run stages on it.
 // openReader opens the run for a command that only reads it, under the
 // readers' memory ceiling.
 func openReader(c *cli.Context, e *env) (*ledger.Ledger, error) {
@@ -188,6 +124,8 @@ func openReader(c *cli.Context, e *env) (*ledger.Ledger, error) {
 	return openRun(c, true)
 }
 
+// openRun opens the run named by --db (or the first argument), for the
+// commands that read or fix a run rather than run stages on it.
 func openRun(c *cli.Context, readOnly bool) (*ledger.Ledger, error) {
 	path, err := runPath(c)
 	if err != nil {
@@ -214,40 +152,4 @@ func splitList(s []string) []string {
 		}
 	}
 	return out
-}
-
-// errorLine is the one line main prints for a command's error. A refused
-// writer, a damaged run file and a full disk are said by the run file's own
-// error, whatever the command was doing when it met them: the wrapping adds
-// nothing the user can act on.
-func errorLine(err error) string {
-	var (
-		le *ledger.LockedError
-		de *ledger.DamagedError
-		fe *ledger.DiskFullError
-	)
-	msg := err.Error()
-	switch {
-	case errors.As(err, &le):
-		msg = le.Error()
-	case errors.As(err, &de):
-		msg = de.Error()
-		if !strings.Contains(msg, "ac3 doctor") {
-			msg += fmt.Sprintf("; try 'ac3 doctor --db %s'", de.Path)
-		}
-	case errors.As(err, &fe):
-		msg = fe.Error()
-	default:
-		return msg
-	}
-	return strings.Join(strings.Fields(msg), " ")
-}
-
-// stoppedOr turns the error of a command cut short by run.UntilStop's Ctrl-C
-// into the stopped status; any other error is returned as it is.
-func stoppedOr(ctx context.Context, c *cli.Context, err error) error {
-	if ctx.Err() != nil && c.Context.Err() == nil {
-		return &exitStatus{code: exitStopped, err: errors.New("stopped at Ctrl-C before the end; nothing was changed")}
-	}
-	return err
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/llm/batch"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/run/export"
 )
 
@@ -155,7 +156,7 @@ func withoutSpend(t *testing.T, name string, b []byte) []byte {
 	case ".md":
 		return cutSections(b, "\n## ", "Cost by role")
 	case ".html":
-		return cutSections(b, "<h2>", "Cost by role")
+		return cutSections(b, `<h2 id="`, "cost-by-role")
 	}
 	return b
 }
@@ -226,8 +227,8 @@ func TestBatchFilesExportImport(t *testing.T) {
 	vars := map[string]string{"AC3_E2E_BASE_URL": srv.URL}
 	db := filepath.Join(dir, "e2e.db")
 	out, err := runAppEnv(t, vars, "run", "--batch", "--config", cfg)
-	if code := exitCode(err); code != exitStopped || !strings.Contains(out, "ac3 batch export") {
-		t.Fatalf("ac3 run with batch files: exit %d (%v), want %d\n%s", code, err, exitStopped, out)
+	if code := run.ExitCode(err); code != run.ExitStopped || !strings.Contains(out, "ac3 batch export") {
+		t.Fatalf("ac3 run with batch files: exit %d (%v), want %d\n%s", code, err, run.ExitStopped, out)
 	}
 	if srv.Count() != 0 {
 		t.Fatalf("%d requests sent; batch files send nothing", srv.Count())
@@ -263,7 +264,7 @@ func TestBatchFilesExportImport(t *testing.T) {
 	// The run goes on from the imported answers: the next requests it
 	// queues are new ones.
 	before := srv.Count()
-	if _, err := runAppEnv(t, vars, "run", "--batch", "--config", cfg); exitCode(err) != exitStopped {
+	if _, err := runAppEnv(t, vars, "run", "--batch", "--config", cfg); run.ExitCode(err) != run.ExitStopped {
 		t.Fatalf("second run: %v", err)
 	}
 	if srv.Count() != before {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 	"github.com/ac3/ac3/pipeline/synth"
+	"github.com/ac3/ac3/run"
 )
 
 // The chaos cases beyond kills and endpoint faults (issue 26): the run's
@@ -140,7 +141,7 @@ func TestChaosWALRemovedMidRun(t *testing.T) {
 	}
 	at := srv.Count()
 	code := exitOf(t, exited, time.Minute, out)
-	if code != exitStopped || !strings.Contains(out.String(), "-wal was removed") {
+	if code != run.ExitStopped || !strings.Contains(out.String(), "-wal was removed") {
 		t.Fatalf("after the log was removed the run exited %d:\n%s", code, out)
 	}
 	if n := chaosCount(t, db, `SELECT count(*) FROM llm_cache`); n == 0 {
@@ -173,8 +174,8 @@ func TestChaosSIGTERMTiming(t *testing.T) {
 		}
 		code := exitOf(t, exited, 30*time.Second, out)
 		took := time.Since(sent)
-		if code != exitStopped {
-			t.Fatalf("SIGTERM %d: exit %d, want %d\n%s", i+1, code, exitStopped, out)
+		if code != run.ExitStopped {
+			t.Fatalf("SIGTERM %d: exit %d, want %d\n%s", i+1, code, run.ExitStopped, out)
 		}
 		if took > 5*time.Second {
 			t.Errorf("SIGTERM %d: the run took %v to end, more than 5 s", i+1, took.Round(time.Millisecond))
@@ -212,7 +213,7 @@ func TestChaosEndpointGoneMidRun(t *testing.T) {
 	srv.Close()
 	gone := time.Now()
 	code := exitOf(t, exited, time.Minute, out)
-	if code != exitStopped || !strings.Contains(out.String(), "unreachable") || !strings.Contains(out.String(), strings.TrimSuffix(url, "/v1")) {
+	if code != run.ExitStopped || !strings.Contains(out.String(), "unreachable") || !strings.Contains(out.String(), strings.TrimSuffix(url, "/v1")) {
 		t.Fatalf("with the endpoint gone the run exited %d:\n%s", code, out)
 	}
 	t.Logf("endpoint gone: the run ended %v later", time.Since(gone).Round(time.Millisecond))

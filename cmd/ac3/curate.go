@@ -2,9 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -47,11 +44,7 @@ func curateCommand(e *env) *cli.Command {
 			if cu.AC3, err = ac3Of(c, cfg, curateKeys, ablation); err != nil {
 				return err
 			}
-			plan := run.Plan{DB: c.String("db"), Model: m, Curate: &cu}
-			if c.Bool("dry-run") {
-				return dryRun(c, e, plan, nil)
-			}
-			return execute(c, e, plan, runOptions(e))
+			return stageCommand(c, e, run.Plan{DB: c.String("db"), Model: m, Curate: &cu})
 		},
 	}
 }
@@ -79,7 +72,7 @@ func ac3Flags() []cli.Flag {
 }
 
 // curateKeys names the stages.curate key each curate flag sets: the flags
-// reach run.AC3 through the config's own mapping (config.WithCurate), so a
+// reach run.AC3 through the config's own mapping (config.AC3WithFlags), so a
 // flag and the file's key cannot drift apart.
 var curateKeys = map[string]string{
 	"warmup": "augment.warmup", "floor": "gated_reset.floor", "cap": "gated_reset.cap",
@@ -106,31 +99,11 @@ func ablationOf(c *cli.Context) (map[string]any, error) {
 // ac3Of is the AC3 settings of cfg (nil: none) with the flags of keys set
 // on c, and settings, laid over its stages.curate.
 func ac3Of(c *cli.Context, cfg *config.File, keys map[string]string, settings map[string]any) (run.AC3, error) {
+	set := map[string]string{}
 	for flag, key := range keys {
 		if c.IsSet(flag) {
-			settings[key] = c.Value(flag)
+			settings[key], set[flag] = c.Value(flag), key
 		}
 	}
-	s, err := withCurate(cfg, settings)
-	if err == nil {
-		return s, nil
-	}
-	// The user typed a flag, not a key: name the flag refused on its own.
-	for _, flag := range slices.Sorted(maps.Keys(keys)) {
-		if !c.IsSet(flag) {
-			continue
-		}
-		if _, ferr := withCurate(nil, map[string]any{keys[flag]: c.Value(flag)}); ferr != nil {
-			return s, fmt.Errorf("--%s %v: %w", flag, c.Value(flag), ferr)
-		}
-	}
-	return s, err
-}
-
-func withCurate(cfg *config.File, settings map[string]any) (run.AC3, error) {
-	f, err := config.WithCurate(cfg, settings)
-	if err != nil {
-		return run.AC3{}, err
-	}
-	return f.AC3()
+	return config.AC3WithFlags(cfg, settings, set)
 }

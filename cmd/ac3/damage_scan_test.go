@@ -14,6 +14,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/run"
 )
 
 // readerCommand is one command of the damage scan that reads a finished run
@@ -80,12 +81,12 @@ func TestDamagedRunFileNeverExportsWrongData(t *testing.T) {
 	// file afresh (a damage note left by one would make the next refuse
 	// without reading), and returns per command its exit status and its
 	// output.
-	run := func(d string) (codes []int, outs [][]byte) {
+	runCmd := func(d string) (codes []int, outs [][]byte) {
 		db := filepath.Join(d, "run.db")
 		for _, c := range cmds {
 			os.Remove(db + ledger.DamageSuffix)
 			out, err := runAppEnv(t, nil, c.args(db, d)...)
-			code := exitCode(err)
+			code := run.ExitCode(err)
 			var got []byte
 			if code == 0 {
 				if len(c.out) == 0 {
@@ -116,7 +117,7 @@ func TestDamagedRunFileNeverExportsWrongData(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(refDir, "run.db"), intact, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	refCodes, refOuts := run(refDir)
+	refCodes, refOuts := runCmd(refDir)
 	for i, c := range cmds {
 		if refCodes[i] != 0 || len(refOuts[i]) == 0 {
 			t.Fatalf("%s on the intact run: exit %d, %d bytes", c.name, refCodes[i], len(refOuts[i]))
@@ -124,7 +125,7 @@ func TestDamagedRunFileNeverExportsWrongData(t *testing.T) {
 	}
 	// Reading the same file twice gives the same bytes, or the scan
 	// could not tell damage from noise.
-	if _, again := run(refDir); !equalOuts(refOuts, again) {
+	if _, again := runCmd(refDir); !equalOuts(refOuts, again) {
 		t.Fatal("the reading commands do not give the same output twice on the intact run")
 	}
 
@@ -145,7 +146,7 @@ func TestDamagedRunFileNeverExportsWrongData(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(d, "run.db"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		codes, outs := run(d)
+		codes, outs := runCmd(d)
 		any := false
 		for i, c := range cmds {
 			switch {
@@ -214,8 +215,8 @@ func TestRunThatDoesNotAddUpStopsTheReaders(t *testing.T) {
 	for _, what := range []string{"curated", "annotations"} {
 		os.Remove(db + ledger.DamageSuffix)
 		out, err := runAppEnv(t, nil, "export", "--db", db, "--what", what, "--format", "jsonl", "--out", filepath.Join(dir, what+".jsonl"))
-		if exitCode(err) != exitDamaged || !strings.Contains(err.Error(), "does not add up") {
-			t.Fatalf("export %s of a run missing a conversation: exit %d, %v\n%s", what, exitCode(err), err, out)
+		if run.ExitCode(err) != run.ExitDamaged || !strings.Contains(err.Error(), "does not add up") {
+			t.Fatalf("export %s of a run missing a conversation: exit %d, %v\n%s", what, run.ExitCode(err), err, out)
 		}
 		if _, err := os.Stat(filepath.Join(dir, what+".jsonl")); err == nil {
 			t.Fatalf("export %s left a file behind", what)

@@ -360,3 +360,10 @@ func noOps(cmds []*cli.Command, action cli.ActionFunc) {
 		noOps(c.Subcommands, action)
 	}
 }
+
+// isRequired reports whether f is a flag requireOneLine made its command
+// check for.
+func isRequired(f cli.Flag) bool {
+	sf, ok := f.(*cli.StringFlag)
+	return ok && strings.HasSuffix(sf.Usage, requiredMark)
+}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ac3/ac3/run"
 )
 
 func runDoctorApp(t *testing.T, args ...string) (string, error) {
@@ -134,8 +136,8 @@ func TestDoctorTellsTheTruth(t *testing.T) {
 			out, err = runDoctorApp(t, "doctor", "--db", db, "--recover-to", rec)
 			_, statErr := os.Stat(rec)
 			if c.nothing {
-				if exitCode(err) != exitError || !strings.Contains(err.Error(), "nothing could be recovered") || statErr == nil {
-					t.Fatalf("recovering from a file with %s: exit %d (%v), new file left: %v\n%s", c.name, exitCode(err), err, statErr == nil, out)
+				if run.ExitCode(err) != run.ExitError || !strings.Contains(err.Error(), "nothing could be recovered") || statErr == nil {
+					t.Fatalf("recovering from a file with %s: exit %d (%v), new file left: %v\n%s", c.name, run.ExitCode(err), err, statErr == nil, out)
 				}
 				return
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 	"github.com/ac3/ac3/pipeline/stats"
+	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/stages/analyze/analyzetest"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/respond"
@@ -61,6 +62,17 @@ var (
 	turnTypes    = []string{"new_ask", "feedback", "no_feedback"}
 )
 
+// nonceIn returns the last match of re in the request's last message: the
+// form of the answer, with its nonce, comes after everything the prompt
+// shows, which may quote such a tag.
+func nonceIn(re *regexp.Regexp, req llmtest.ChatRequest) []string {
+	ms := re.FindAllStringSubmatch(req.Last(), -1)
+	if ms == nil {
+		return nil
+	}
+	return ms[len(ms)-1]
+}
+
 func firstWord(s string) string {
 	if f := strings.Fields(s); len(f) > 0 {
 		return f[0]
@@ -96,7 +108,7 @@ func scriptedConstraint(t int) (text, typ string, ok bool) {
 func scriptedIssues(t int, u1 string) bool { return (t+len(firstWord(u1)))%3 != 2 }
 
 func classifyAnswer(req llmtest.ChatRequest) string {
-	n, m := answerNonce.FindStringSubmatch(req.System()), classifyTurn.FindStringSubmatch(req.Last())
+	n, m := nonceIn(answerNonce, req), classifyTurn.FindStringSubmatch(req.Last())
 	_, now, ok := strings.Cut(req.Last(), "[now] user, turn "+m[1]+"\n")
 	if n == nil || !ok {
 		return "the script could not read this prompt"
@@ -107,7 +119,7 @@ func classifyAnswer(req llmtest.ChatRequest) string {
 }
 
 func constraintsAnswer(req llmtest.ChatRequest) string {
-	n := answerNonce.FindStringSubmatch(req.System())
+	n := nonceIn(answerNonce, req)
 	loc := constrTurn.FindStringSubmatchIndex(req.Last())
 	if n == nil || loc == nil {
 		return "the script could not read this prompt"
@@ -173,7 +185,7 @@ func scriptedVerdict(turn int, first, second string) (quality, onTopic string) {
 }
 
 func judgeAnswer(req llmtest.ChatRequest) string {
-	nonce := nonceRe.FindStringSubmatch(req.System())
+	nonce := nonceIn(nonceRe, req)
 	u := req.Last()
 	head, rest, _ := strings.Cut(u, "=== Candidate A ===\n")
 	one, rest, _ := strings.Cut(rest, "\n\n=== Candidate B ===\n")
@@ -443,8 +455,8 @@ func TestEndToEndWildChat(t *testing.T) {
 	vars2 := map[string]string{"AC3_E2E_BASE_URL": srv2.URL}
 	cut := fmt.Sprintf("%.4f", want.totalUSD*0.6)
 	out, err = runAppEnv(t, vars2, "run", "--config", e2eConfig(t, dir2, cut))
-	if exitCode(err) != exitStopped {
-		t.Fatalf("budget-capped run: %v (exit status %d, want %d)\n%s", err, exitCode(err), exitStopped, out)
+	if run.ExitCode(err) != run.ExitStopped {
+		t.Fatalf("budget-capped run: %v (exit status %d, want %d)\n%s", err, run.ExitCode(err), run.ExitStopped, out)
 	}
 	if !strings.Contains(out, "budget exceeded") {
 		t.Errorf("a run capped at $%s did not stop on its budget:\n%s", cut, out)
@@ -482,7 +494,7 @@ func TestEndToEndWildChat(t *testing.T) {
 	}
 	t.Logf("budget stop: %d requests before, %d after, %d asked again", stoppedAt, srv2.Count()-stoppedAt, repeats)
 	// The same report, but for the call counts of the cost table.
-	callCounts := regexp.MustCompile(`^\.cost\.by_role\.\d+\.(calls|cache_hits|failed|prompt_tokens|completion_tokens):`)
+	callCounts := regexp.MustCompile(`^\.cost\.by_role\.\d+\.(calls|cache_hits|failed|prompt_tokens|completion_tokens|sent_prompt_tokens|endpoint_cached_tokens):`)
 	for _, d := range strings.Split(jsonDiff(b, b3), "\n") {
 		if d != "" && !callCounts.MatchString(d) {
 			t.Errorf("the resumed run's report.json differs from the uninterrupted run's: %s", d)
@@ -521,7 +533,7 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 	c.str("judge.orders", "[both]")
 	c.str("judge.contexts", "[full]")
 	c.str("judge.seeds", "[]")
-	if ps := fmt.Sprint(c.get("judge.prompts")); !strings.HasPrefix(ps, "[pairwise@v2+") {
+	if ps := fmt.Sprint(c.get("judge.prompts")); !strings.HasPrefix(ps, "[pairwise@v3+") {
 		t.Errorf("prompts = %s", ps)
 	}
 	if strings.Contains(string(b), "127.0.0.1") {
@@ -677,6 +689,27 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 					c.str(fmt.Sprintf("%s.%d.key", path, i), k)
 					c.summary(fmt.Sprintf("%s.%d", path, i), by[k], so)
 				}
+			}
+			// Examples: each is one of this pair's verdicts on d, found by
+			// conversation and turn, with the script's reasoning.
+			exs, _ := c.get(dp + "examples").([]any)
+			if len(exs) == 0 || len(exs) > 3 {
+				t.Errorf("%sexamples: %d, want 1 to 3", dp, len(exs))
+			}
+			for ei := range exs {
+				ep := fmt.Sprintf("%sexamples.%d.", dp, ei)
+				cid, _ := c.get(ep + "conversation").(string)
+				turn, _ := c.get(ep + "turn").(float64)
+				found := false
+				for _, v := range vs[d] {
+					found = found || (v.Conversation == cid && v.Turn == int(turn))
+				}
+				if !found {
+					t.Errorf("%s: conversation %s turn %v is not one of the pair's verdicts", ep, cid, turn)
+				}
+				c.num(ep+"turn", turn)
+				c.num(ep+"sample", 0)
+				c.str(ep+"justification", "scripted.")
 			}
 			groups(dp+"by_turn_type", func(v stats.Verdict) string { return v.TurnType })
 			groups(dp+"by_round", func(v stats.Verdict) string { return strconv.Itoa(v.Turn) })
@@ -886,8 +919,8 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 	// Cost by role, from the run's call log; the analyzer's calls are
 	// exactly gated-reset's analyses.
 	type roleSum struct {
-		calls, hits, failed, prompt, compl int64
-		usd                                float64
+		calls, hits, failed, prompt, compl, sent, cached int64
+		usd                                              float64
 	}
 	roles := map[string]*roleSum{}
 	for _, u := range snap.status.LLM {
@@ -901,6 +934,8 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 		r.failed += u.Failed
 		r.prompt += u.PromptTokens
 		r.compl += u.CompletionTokens
+		r.sent += u.SentPromptTokens
+		r.cached += u.SentCachedTokens
 		r.usd += u.CostUSD
 		ex.totalUSD += u.CostUSD
 	}
@@ -925,6 +960,8 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 		c.num(p+"failed", float64(r.failed))
 		c.num(p+"prompt_tokens", float64(r.prompt))
 		c.num(p+"completion_tokens", float64(r.compl))
+		c.num(p+"sent_prompt_tokens", float64(r.sent))
+		c.num(p+"endpoint_cached_tokens", float64(r.cached))
 		c.num(p+"cost_usd", r.usd)
 	}
 	c.num("cost.total_usd", ex.totalUSD)
@@ -937,9 +974,13 @@ func checkReport(t *testing.T, b []byte, snap runSnapshot, resumed bool) expecte
 	c.num("analysis_cost.0.unpriced_calls", 0)
 	c.num("analysis_cost.0.prompt_tokens", float64(an.prompt))
 	c.num("analysis_cost.0.completion_tokens", float64(an.compl))
-	c.num("analysis_cost.0.analysis_usd", an.usd)
+	// The analysis is priced at the list price: the prompt tokens the
+	// endpoint's cache served (judge-model: input 0.25, cached 0.025 per
+	// million) count in full there.
+	listUSD := an.usd + float64(an.cached)*(0.25-0.025)/1e6
+	c.num("analysis_cost.0.analysis_usd", listUSD)
 	c.num("analysis_cost.0.operator_usd", 0)
-	c.num("analysis_cost.0.per_analyzed_turn_usd", an.usd/float64(analyzed))
+	c.num("analysis_cost.0.per_analyzed_turn_usd", listUSD/float64(analyzed))
 	c.num("analysis_cost.0.per_analyzed_turn_calls", 2)
 
 	// Annotations.

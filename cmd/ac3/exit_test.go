@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/run"
 )
 
 func TestManualDocumentsExitStatuses(t *testing.T) {
@@ -34,8 +35,8 @@ func TestFailedUnitsExitTwoOnEveryPass(t *testing.T) {
 	args := []string{"annotate", "--db", db, "--stages", "classify", "--annotator", "llm"}
 	for pass := 1; pass <= 2; pass++ {
 		out, _, err := annotateEnvRun(t, vars, args...)
-		if code := exitCode(err); code != exitFailed {
-			t.Fatalf("pass %d: exit status %d (%v), want %d\n%s", pass, code, err, exitFailed, out)
+		if code := run.ExitCode(err); code != run.ExitFailed {
+			t.Fatalf("pass %d: exit status %d (%v), want %d\n%s", pass, code, err, run.ExitFailed, out)
 		}
 		if pass == 2 && !strings.Contains(out, "nothing to do") {
 			t.Errorf("pass 2 did work:\n%s", out)
@@ -85,8 +86,8 @@ func TestRunExitsTwoOnEveryPassWithFailedUnits(t *testing.T) {
 	vars := map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}
 	for pass := 1; pass <= 2; pass++ {
 		out, _, err := annotateEnvRun(t, vars, "run", "--config", cfg)
-		if code := exitCode(err); code != exitFailed {
-			t.Fatalf("pass %d: exit status %d (%v), want %d\n%s", pass, code, err, exitFailed, out)
+		if code := run.ExitCode(err); code != run.ExitFailed {
+			t.Fatalf("pass %d: exit status %d (%v), want %d\n%s", pass, code, err, run.ExitFailed, out)
 		}
 		if strings.Contains(out, "== done") {
 			t.Errorf("pass %d says done:\n%s", pass, out)
@@ -105,8 +106,8 @@ func TestIngestOfAMissingFileLeavesNoRunFile(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "run.db")
 	out, errs, err := runApp(t, "ingest", "--db", db, filepath.Join(dir, "missing.jsonl"))
-	if err == nil || exitCode(err) != exitError {
-		t.Fatalf("err = %v (status %d)", err, exitCode(err))
+	if err == nil || run.ExitCode(err) != run.ExitError {
+		t.Fatalf("err = %v (status %d)", err, run.ExitCode(err))
 	}
 	if strings.Count(err.Error(), "missing.jsonl") != 1 {
 		t.Errorf("the error names the file %d times: %v", strings.Count(err.Error(), "missing.jsonl"), err)
@@ -163,8 +164,8 @@ func TestDryRunFailsWhenTheRunWouldStop(t *testing.T) {
 	}
 	for _, args := range [][]string{{"run", "--config", cfg, "--dry-run"}, {"run", "--config", cfg, "--dry-run", "--json"}} {
 		out, _, err := runApp(t, args...)
-		if code := exitCode(err); code != exitError {
-			t.Fatalf("%v: exit status %d (%v), want %d", args, code, err, exitError)
+		if code := run.ExitCode(err); code != run.ExitError {
+			t.Fatalf("%v: exit status %d (%v), want %d", args, code, err, run.ExitError)
 		}
 		if !strings.Contains(err.Error(), "would stop at curate") || !strings.Contains(out, "unknown strategy") {
 			t.Errorf("%v: err %v\nplan:\n%s", args, err, out)
@@ -227,8 +228,8 @@ func TestRunRefusesAnUnknownStrategyBeforeAnyCall(t *testing.T) {
 	}
 	vars := map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}
 	out, _, err := annotateEnvRun(t, vars, "run", "--config", cfg)
-	if code := exitCode(err); code != exitError || !strings.Contains(err.Error(), `"no-such-strategy": unknown strategy`) {
-		t.Fatalf("exit status %d (%v), want %d naming the strategy\n%s", code, err, exitError, out)
+	if code := run.ExitCode(err); code != run.ExitError || !strings.Contains(err.Error(), `"no-such-strategy": unknown strategy`) {
+		t.Fatalf("exit status %d (%v), want %d naming the strategy\n%s", code, err, run.ExitError, out)
 	}
 	if n := srv.Count(); n != 0 {
 		t.Errorf("%d requests reached the endpoint before the refusal", n)
@@ -237,10 +238,10 @@ func TestRunRefusesAnUnknownStrategyBeforeAnyCall(t *testing.T) {
 	if err := os.WriteFile(neg, []byte("run:\n  db: "+db+"\n  budget_usd: -5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := annotateEnvRun(t, vars, "run", "--config", neg); exitCode(err) != exitError || !strings.Contains(err.Error(), "line 3: run.budget_usd: -5") {
+	if _, _, err := annotateEnvRun(t, vars, "run", "--config", neg); run.ExitCode(err) != run.ExitError || !strings.Contains(err.Error(), "line 3: run.budget_usd: -5") {
 		t.Errorf("budget_usd: -5: %v", err)
 	}
-	if _, _, err := annotateEnvRun(t, vars, "annotate", "--db", db, "--annotator", "llm", "--budget-usd", "-5"); exitCode(err) != exitError || !strings.Contains(err.Error(), "budget -5 USD") {
+	if _, _, err := annotateEnvRun(t, vars, "annotate", "--db", db, "--annotator", "llm", "--budget-usd", "-5"); run.ExitCode(err) != run.ExitError || !strings.Contains(err.Error(), "budget -5 USD") {
 		t.Errorf("--budget-usd -5: %v", err)
 	}
 	if n := srv.Count(); n != 0 {

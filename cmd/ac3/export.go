@@ -38,11 +38,9 @@ func exportCommand(e *env) *cli.Command {
 			}
 			var co export.CuratedOptions
 			if c.IsSet("strategies") {
-				for s := range strings.SplitSeq(c.String("strategies"), ",") {
-					if s = strings.TrimSpace(s); s == "" {
-						return fmt.Errorf("--strategies %q: an empty strategy name", c.String("strategies"))
-					}
-					co.Strategies = append(co.Strategies, s)
+				var err error
+				if co.Strategies, err = export.StrategyList(c.String("strategies")); err != nil {
+					return fmt.Errorf("--strategies %q: %w", c.String("strategies"), err)
 				}
 			}
 			if c.IsSet("train-on") {

@@ -16,6 +16,7 @@ import (
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/stats"
+	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/run/export"
 	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/curate/curated"
@@ -225,8 +226,8 @@ func TestExportOfUnfinishedWorkIsRefused(t *testing.T) {
 	mustRun(t, "ingest", "--db", db, "--min-turns", "2", repoPath("fixtures", "formats", "openai.jsonl"))
 	_, _, err := runApp(t, "export", "--db", db, "--what", "curated", "--format", "jsonl", "--out", out)
 	var ue *export.UnfinishedError
-	if !errors.As(err, &ue) || exitCode(err) != exitError {
-		t.Fatalf("export of a curate stage with pending conversations: %v (exit %d), want an UnfinishedError with exit %d", err, exitCode(err), exitError)
+	if !errors.As(err, &ue) || run.ExitCode(err) != run.ExitError {
+		t.Fatalf("export of a curate stage with pending conversations: %v (exit %d), want an UnfinishedError with exit %d", err, run.ExitCode(err), run.ExitError)
 	}
 	if len(ue.Pending) != 2 || ue.Pending[0].Stage != curate.StageName || ue.Pending[0].Conversations == 0 {
 		t.Fatalf("pending work named: %+v", ue.Pending)

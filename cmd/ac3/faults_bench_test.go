@@ -12,6 +12,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/run"
 )
 
 // faultLatency is how long the scripted endpoint takes to answer, as a
@@ -91,7 +92,7 @@ func faultRun(b *testing.B, dir, name, in string, srv *llmtest.Server) (time.Dur
 	start := time.Now()
 	err := app.RunContext(ctx, []string{"ac3", "run", "--config", cfg})
 	wall := time.Since(start)
-	if err != nil && exitCode(err) != exitFailed {
+	if err != nil && run.ExitCode(err) != run.ExitFailed {
 		b.Fatalf("%s run: %v\n%s", name, err, out.String())
 	}
 	var st ledger.Status

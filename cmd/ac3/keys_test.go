@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/run"
 )
 
 // keyConfig is a run over db that labels turns with a model on one endpoint
@@ -104,8 +105,8 @@ func TestEndpointKeysInCommands(t *testing.T) {
 			out, err := runAppEnv(t, env, tc.args(db, cfg)...)
 			if tc.wantErr != "" {
 				want := strings.ReplaceAll(tc.wantErr, "%s", cfg)
-				if err == nil || err.Error() != want || exitCode(err) != exitError {
-					t.Errorf("err = %v (exit %d)\nwant %s (exit %d)", err, exitCode(err), want, exitError)
+				if err == nil || err.Error() != want || run.ExitCode(err) != run.ExitError {
+					t.Errorf("err = %v (exit %d)\nwant %s (exit %d)", err, run.ExitCode(err), want, run.ExitError)
 				}
 			} else if err != nil {
 				t.Errorf("err = %v\n%s", err, out)

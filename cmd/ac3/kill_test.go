@@ -21,6 +21,7 @@ import (
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
 	"github.com/ac3/ac3/pipeline/synth"
+	"github.com/ac3/ac3/run"
 )
 
 // runProgress is how far the run file at db has got: conversations kept
@@ -128,7 +129,7 @@ export:
 		}
 		return p
 	}
-	run := func(cfg string) *exec.Cmd {
+	runCmd := func(cfg string) *exec.Cmd {
 		cmd := exec.Command(ac3Binary(), "run", "--config", cfg)
 		cmd.Env = append(os.Environ(), "AC3_TEST_AS_CLI=1")
 		return cmd
@@ -136,7 +137,7 @@ export:
 
 	ref := writeConfig("ref")
 	refStart := time.Now()
-	if out, err := run(ref).CombinedOutput(); err != nil {
+	if out, err := runCmd(ref).CombinedOutput(); err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
 	t.Logf("reference run: %v", time.Since(refStart).Round(time.Millisecond))
@@ -152,13 +153,13 @@ export:
 	for i := 0; i < kills; i++ {
 		// Kill i lands in the i-th seventh of the run's progress.
 		target := int64((float64(i) + 0.2 + 0.6*rng.Float64()) * float64(total) / (kills + 1))
-		at := killAtProgress(t, run(killed), db, target, i+1)
+		at := killAtProgress(t, runCmd(killed), db, target, i+1)
 		t.Logf("kill %d at progress %d of %d (target %d)", i+1, at, total, target)
 	}
 	if p := runProgress(db); p >= total {
 		t.Fatalf("the run was complete (%d of %d) before the final resume: the kills came too late", p, total)
 	}
-	out, err := run(killed).CombinedOutput()
+	out, err := runCmd(killed).CombinedOutput()
 	if err != nil {
 		t.Fatalf("final run: %v\n%s", err, out)
 	}
@@ -222,8 +223,8 @@ const interruptRecords = 10000
 func checkStoppedMidway(t *testing.T, db string, err error, out string) {
 	t.Helper()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitStopped {
-		t.Fatalf("interrupted ingest exited with %v, want status %d\n%s", err, exitStopped, out)
+	if !errors.As(err, &ee) || ee.ExitCode() != run.ExitStopped {
+		t.Fatalf("interrupted ingest exited with %v, want status %d\n%s", err, run.ExitStopped, out)
 	}
 	if !strings.Contains(out, "stopping") {
 		t.Fatalf("the ingest did not say it was stopping:\n%s", out)
@@ -341,8 +342,8 @@ func TestSecondInterruptWaitsForTheFinalCommit(t *testing.T) {
 	took := time.Since(sent)
 	first := out.String()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitStopped {
-		t.Fatalf("interrupted respond exited with %v, want status %d\n%s", err, exitStopped, first)
+	if !errors.As(err, &ee) || ee.ExitCode() != run.ExitStopped {
+		t.Fatalf("interrupted respond exited with %v, want status %d\n%s", err, run.ExitStopped, first)
 	}
 	if !strings.Contains(first, "abandoning work in flight; committed work is kept") {
 		t.Fatalf("the second interrupt did not land:\n%s", first)
@@ -350,9 +351,9 @@ func TestSecondInterruptWaitsForTheFinalCommit(t *testing.T) {
 	if strings.Contains(first, "still busy") {
 		t.Fatalf("the process was ended by the deadline, not by its own final commit:\n%s", first)
 	}
-	// The grace period is stopGrace; the second signal must cut it short.
-	if took >= stopGrace {
-		t.Fatalf("the process took %s after the second signal; the grace period is %s", took, stopGrace)
+	// The grace period is run.StopGrace; the second signal must cut it short.
+	if took >= run.StopGrace {
+		t.Fatalf("the process took %s after the second signal; the grace period is %s", took, run.StopGrace)
 	}
 	// Every answer the endpoint gave before the interrupt is in the run
 	// file: abandoning calls in flight loses none that had finished.

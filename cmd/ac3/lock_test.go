@@ -13,6 +13,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/synth"
+	"github.com/ac3/ac3/run"
 )
 
 // synthInput writes n synthetic WildChat conversations into dir.
@@ -104,7 +105,7 @@ func TestTwoWritersOnOneRunFile(t *testing.T) {
 		switch {
 		case r.err == nil:
 			ran = append(ran, r)
-		case errors.As(r.err, &ee) && ee.ExitCode() == exitLocked:
+		case errors.As(r.err, &ee) && ee.ExitCode() == run.ExitLocked:
 			refused = append(refused, r)
 		default:
 			t.Fatalf("a writer ended with %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout.String(), r.stderr.String())

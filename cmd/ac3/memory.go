@@ -38,7 +38,7 @@ func memoryCommand(e *env) *cli.Command {
 				}
 				res.WriteText(e.stdout)
 				if res.Stopped != nil {
-					return &exitStatus{code: exitStopped} // nothing stored; the answers so far are cached
+					return run.Stopped(nil) // nothing stored; the answers so far are cached
 				}
 				return nil
 			},

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -59,20 +57,8 @@ func runCommand(e *env) *cli.Command {
 			opts := runOptions(e)
 			opts.Headings = true
 			res, err := executeResult(c, e, plan, opts)
-			report := res.ReportFile()
-			if err != nil {
-				if report != "" && exitCode(err) == exitFailed {
-					// Finished with failed units: the report was written.
-					fmt.Fprintf(e.stdout, "the report is %s\n", report)
-				}
-				return run.FilterError(err, config.FilterKeys)
-			}
-			if report != "" {
-				fmt.Fprintf(e.stdout, "== done; the report is %s, and 'ac3 status --db %s' shows the run\n", report, plan.DB)
-				return nil
-			}
-			fmt.Fprintf(e.stdout, "== done; 'ac3 status --db %s' shows the run\n", plan.DB)
-			return nil
+			res.WriteDone(e.stdout, plan.DB, err)
+			return run.FilterError(err, config.FilterKeys)
 		},
 	}
 }
@@ -85,26 +71,5 @@ func dryRun(c *cli.Context, e *env, plan run.Plan, notes []string) error {
 	}
 	ctx, cancel := run.UntilStop(c.Context, e.stop)
 	defer cancel()
-	fc, err := run.Estimate(ctx, plan)
-	if err != nil {
-		return stoppedOr(ctx, c, err)
-	}
-	fc.Notes = append(notes, fc.Notes...)
-	if c.Bool("json") {
-		if err := writeJSON(e.stdout, fc); err != nil {
-			return err
-		}
-	} else {
-		fc.WriteText(e.stdout, plan)
-	}
-	// A dry run is how a config is checked before a long run: one the run
-	// would stop on must not pass.
-	return fc.Err()
-}
-
-// writeJSON is the output of --json: v, indented.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return run.StoppedOr(ctx, c.Context, run.DryRun(ctx, e.stdout, plan, notes, c.Bool("json")))
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/run"
 )
 
 // The run file's own failures each have their exit status and one line,
@@ -26,23 +27,23 @@ func TestRunFileErrorsHaveTheirStatusAndOneLine(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{"locked", wrap(&ledger.LockedError{Path: "r.db", PID: 4242, Host: "box"}), exitLocked,
+		{"locked", wrap(&ledger.LockedError{Path: "r.db", PID: 4242, Host: "box"}), run.ExitLocked,
 			[]string{"run file r.db is being written by process 4242 on host box"}, []string{"curate:", "batch 3"}},
-		{"damaged", wrap(&ledger.DamagedError{Path: "r.db", Err: errors.New("reading units: database disk image is malformed")}), exitDamaged,
+		{"damaged", wrap(&ledger.DamagedError{Path: "r.db", Err: errors.New("reading units: database disk image is malformed")}), run.ExitDamaged,
 			[]string{"run file r.db is damaged: reading units: database disk image is malformed", "try 'ac3 doctor --db r.db'"}, []string{"curate:"}},
-		{"damaged, multi-line cause", &ledger.DamagedError{Path: "r.db", Err: errors.New("integrity check:\n*** page 7\n")}, exitDamaged,
+		{"damaged, multi-line cause", &ledger.DamagedError{Path: "r.db", Err: errors.New("integrity check:\n*** page 7\n")}, run.ExitDamaged,
 			[]string{"run file r.db is damaged: integrity check: *** page 7", "ac3 doctor --db r.db"}, nil},
-		{"disk full", wrap(&ledger.DiskFullError{Path: "r.db", Err: syscall.ENOSPC}), exitFull,
+		{"disk full", wrap(&ledger.DiskFullError{Path: "r.db", Err: syscall.ENOSPC}), run.ExitFull,
 			[]string{"run file r.db: disk full", "free some space and run the same command again"}, []string{"curate:"}},
-		{"ordinary", errors.New("--annotator \"x\": want heuristic or llm"), exitError,
+		{"ordinary", errors.New("--annotator \"x\": want heuristic or llm"), run.ExitError,
 			[]string{"--annotator \"x\""}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := exitCode(tc.err); got != tc.code {
+			if got := run.ExitCode(tc.err); got != tc.code {
 				t.Errorf("exit status %d, want %d", got, tc.code)
 			}
-			line := errorLine(tc.err)
+			line := run.ErrorLine(tc.err)
 			if strings.Contains(line, "\n") {
 				t.Errorf("more than one line: %q", line)
 			}
@@ -88,11 +89,11 @@ func TestEveryCommandRefusesADamagedRun(t *testing.T) {
 		{"annotate", "--db", db},
 	} {
 		out, _, err := runApp(t, args...)
-		if code := exitCode(err); code != exitDamaged {
-			t.Errorf("ac3 %s: status %d (%v), want %d\n%s", args[0], code, err, exitDamaged, out)
+		if code := run.ExitCode(err); code != run.ExitDamaged {
+			t.Errorf("ac3 %s: status %d (%v), want %d\n%s", args[0], code, err, run.ExitDamaged, out)
 			continue
 		}
-		line := errorLine(err)
+		line := run.ErrorLine(err)
 		if !strings.HasPrefix(line, "run file "+db+" is damaged") || !strings.Contains(line, "ac3 doctor --db "+db) {
 			t.Errorf("ac3 %s: %q, want the damage line naming the file and doctor", args[0], line)
 		}

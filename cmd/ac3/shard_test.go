@@ -14,6 +14,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/ledger"
 	"github.com/ac3/ac3/pipeline/shard"
+	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/run/export"
 )
 
@@ -160,10 +161,10 @@ func TestMergeRefuses(t *testing.T) {
 			if err == nil {
 				t.Fatalf("merge succeeded:\n%s", msg)
 			}
-			if exitCode(err) == 0 {
+			if run.ExitCode(err) == 0 {
 				t.Error("exit status 0")
 			}
-			line := errorLine(err)
+			line := run.ErrorLine(err)
 			if !strings.Contains(line, tc.want) || strings.Contains(line, "\n") {
 				t.Errorf("error %q, want one line with %q", line, tc.want)
 			}
@@ -184,8 +185,8 @@ func TestMergeRefuses(t *testing.T) {
 	}
 	_, err = runAppEnv(t, nil, "merge", "--out", filepath.Join(dir, "while-written.db"), d0, d1)
 	l.Close()
-	if exitCode(err) != exitLocked {
-		t.Errorf("merging a shard being written: exit %d (%v), want %d", exitCode(err), err, exitLocked)
+	if run.ExitCode(err) != run.ExitLocked {
+		t.Errorf("merging a shard being written: exit %d (%v), want %d", run.ExitCode(err), err, run.ExitLocked)
 	}
 	// The refused --out is replaced with --force.
 	if msg, err := runAppEnv(t, nil, "merge", "--force", "--out", existing, d0, d1); err != nil {
@@ -365,9 +366,9 @@ func TestDryRunStopsAtCtrlC(t *testing.T) {
 	var out bytes.Buffer
 	app := newApp(&env{stop: stop, stdout: &out, stderr: &out, getenv: func(string) string { return "" }})
 	err := app.RunContext(context.Background(), []string{"ac3", "run", "--config", cfg, "--dry-run"})
-	var es *exitStatus
-	if !errors.As(err, &es) || es.code != exitStopped {
-		t.Fatalf("dry run after Ctrl-C: %v, want exit status %d\n%s", err, exitStopped, out.String())
+	var es *run.Exit
+	if !errors.As(err, &es) || es.Code != run.ExitStopped {
+		t.Fatalf("dry run after Ctrl-C: %v, want exit status %d\n%s", err, run.ExitStopped, out.String())
 	}
 }
 
@@ -380,8 +381,8 @@ func TestStatusStopsAtCtrlC(t *testing.T) {
 	var out bytes.Buffer
 	app := newApp(&env{stop: stop, stdout: &out, stderr: &out, getenv: func(string) string { return "" }})
 	err := app.RunContext(context.Background(), []string{"ac3", "status", "--db", db})
-	var es *exitStatus
-	if !errors.As(err, &es) || es.code != exitStopped {
-		t.Fatalf("status after Ctrl-C: %v, want exit status %d\n%s", err, exitStopped, out.String())
+	var es *run.Exit
+	if !errors.As(err, &es) || es.Code != run.ExitStopped {
+		t.Fatalf("status after Ctrl-C: %v, want exit status %d\n%s", err, run.ExitStopped, out.String())
 	}
 }

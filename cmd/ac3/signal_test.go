@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/run"
 )
 
 // signalBound is what the tests below allow between the signal and the
-// end of the process. The promise is 5 s (stopGrace, then stopDeadline at
+// end of the process. The promise is 5 s (run.StopGrace, then run.StopDeadline at
 // the latest); the bound is wider so that a loaded machine cannot fail the
 // test, and the real time is logged.
 const signalBound = 20 * time.Second
@@ -105,8 +106,8 @@ func TestSignalEndsCommandWhileEndpointHangs(t *testing.T) {
 			}
 			code, out, took := signalled(t, env(srv), sig, hung, args...)
 			t.Logf("%v: exit status %d %v after the signal (backstop used: %v)", sig, code, took.Round(time.Millisecond), strings.Contains(out, "still busy"))
-			if code != exitStopped {
-				t.Fatalf("exit status %d, want %d:\n%s", code, exitStopped, out)
+			if code != run.ExitStopped {
+				t.Fatalf("exit status %d, want %d:\n%s", code, run.ExitStopped, out)
 			}
 			if took > 5*time.Second {
 				t.Errorf("ended %v after the signal; the promise is 5s", took)
@@ -159,8 +160,8 @@ func TestSignalEndsCommandWhileBatchesRun(t *testing.T) {
 	}
 	code, out, took := signalled(t, env, syscall.SIGTERM, polled, args...)
 	t.Logf("exit status %d %v after SIGTERM", code, took.Round(time.Millisecond))
-	if code != exitStopped || took > 5*time.Second {
-		t.Fatalf("exit status %d after %v; want %d within 5s:\n%s", code, took, exitStopped, out)
+	if code != run.ExitStopped || took > 5*time.Second {
+		t.Fatalf("exit status %d after %v; want %d within 5s:\n%s", code, took, run.ExitStopped, out)
 	}
 	srv.SetBatch(llmtest.BatchOptions{})
 	res := runCLI(t, env, args...)

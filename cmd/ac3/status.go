@@ -28,10 +28,10 @@ func statusCommand(e *env) *cli.Command {
 			defer cancel()
 			st, err := run.StatusOf(ctx, l)
 			if err != nil {
-				return stoppedOr(ctx, c, err)
+				return run.StoppedOr(ctx, c.Context, err)
 			}
 			if c.Bool("json") {
-				return writeJSON(e.stdout, st)
+				return run.WriteJSON(e.stdout, st)
 			}
 			run.WriteStatus(e.stdout, st.Status, st.TurnTypes, time.Now())
 			return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ac3/ac3/pipeline/llm/llmtest"
+	"github.com/ac3/ac3/run"
 )
 
 // cliResult is what a real ac3 process did.
@@ -104,7 +105,7 @@ func stopLine(t *testing.T, res cliResult, wants ...string) string {
 	}
 	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
 	last := lines[len(lines)-1]
-	if res.code != exitStopped || len(closing) != 1 || closing[0] != last {
+	if res.code != run.ExitStopped || len(closing) != 1 || closing[0] != last {
 		t.Fatalf("exit status %d, closing lines %q; want status 3 and one closing line, the last\nstdout:\n%s\nstderr:\n%s", res.code, closing, res.stdout, res.stderr)
 	}
 	for _, w := range wants {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ac3/ac3/pipeline/spell"
 )
 
 // A command line ac3 cannot read gets one line: what is wrong, the nearest
@@ -30,16 +32,8 @@ func withUsageErrors(cmds []*cli.Command) {
 	}
 }
 
-// requiredMark ends the usage of a required flag; the help shows it and
-// isRequired reads it back.
+// requiredMark ends the usage of a required flag, which the help shows.
 const requiredMark = " (required)"
-
-// isRequired reports whether f is a flag requireOneLine made its command
-// check for.
-func isRequired(f cli.Flag) bool {
-	sf, ok := f.(*cli.StringFlag)
-	return ok && strings.HasSuffix(sf.Usage, requiredMark)
-}
 
 // requireOneLine makes a missing required flag of c a one-line error too:
 // the framework checks required flags itself and prints the whole help
@@ -107,7 +101,7 @@ func usageError(c *cli.Context, err error, _ bool) error {
 	for _, f := range c.Command.VisibleFlags() {
 		names = append(names, f.Names()...)
 	}
-	if s := nearest(name, names); s != "" {
+	if s := spell.Nearest(name, names); s != "" {
 		return fmt.Errorf("unknown flag %s: did you mean %s? %s", dashed(name), dashed(s), see)
 	}
 	return fmt.Errorf("unknown flag %s for %s; %s", dashed(name), path, see)
@@ -142,7 +136,7 @@ func groupAction(c *cli.Context) error {
 	for _, sub := range c.Command.VisibleCommands() {
 		names = append(names, sub.Names()...)
 	}
-	if s := nearest(name, names); s != "" {
+	if s := spell.Nearest(name, names); s != "" {
 		return fmt.Errorf("unknown command %q: did you mean %s? see '%s --help'", name, s, path)
 	}
 	return fmt.Errorf("unknown command %q for %s; see '%s --help'", name, path, path)
@@ -184,56 +178,3 @@ var singleDash = regexp.MustCompile(`(^|[ :])-([A-Za-z0-9][A-Za-z0-9-]+)`)
 
 // longFlags rewrites the flag names in a parser error as they are typed.
 func longFlags(msg string) string { return singleDash.ReplaceAllString(msg, "$1--$2") }
-
-// nearest returns the candidate s was most likely meant to be: the one at
-// the smallest edit distance when that is at most a third of s's length
-// (one slip in five letters), else the only candidate s begins (--dry for
-// --dry-run); "" when none is close.
-func nearest(s string, candidates []string) string {
-	best, bestD := "", -1
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if bestD >= 0 && bestD <= (len([]rune(s))+1)/3 {
-		return best
-	}
-	var prefixed []string
-	for _, c := range candidates {
-		if len(s) >= 2 && strings.HasPrefix(c, s) && !slices.Contains(prefixed, c) {
-			prefixed = append(prefixed, c)
-		}
-	}
-	if len(prefixed) == 1 {
-		return prefixed[0]
-	}
-	return ""
-}
-
-// editDistance is the optimal string alignment distance between a and b:
-// insertions, deletions, substitutions and swaps of two neighbours (the
-// usual typing slips: confg, cnofig) each count one.
-func editDistance(a, b string) int {
-	x, y := []rune(a), []rune(b)
-	// Three rows suffice: a swap looks two rows back.
-	prev2, prev, cur := make([]int, len(y)+1), make([]int, len(y)+1), make([]int, len(y)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(x); i++ {
-		cur[0] = i
-		for j := 1; j <= len(y); j++ {
-			cost := 1
-			if x[i-1] == y[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(y)]
-}

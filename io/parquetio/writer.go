@@ -279,8 +279,12 @@ func (f *fileWriter) flush(async bool) error {
 	done := make(chan error, 1)
 	f.pending = done
 	go func() {
-		defer rec.Release()
-		done <- f.write(rec)
+		err := f.write(rec)
+		// Released before the outcome is sent: the next cut waits for
+		// it, so these buffers are garbage before the builder asks for
+		// the next batch's.
+		rec.Release()
+		done <- err
 	}()
 	return nil
 }

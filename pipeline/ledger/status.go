@@ -91,6 +91,21 @@ type LLMUsage struct {
 	CachedTokens     int64   `json:"cached_tokens"`
 	ReasoningTokens  int64   `json:"reasoning_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
+	// SentPromptTokens are the prompt tokens of the calls sent to the
+	// endpoint (not answered from the run's answer cache), and
+	// SentCachedTokens the part of them the endpoint's prompt cache served:
+	// what the provider billed, and at which price.
+	SentPromptTokens int64 `json:"sent_prompt_tokens"`
+	SentCachedTokens int64 `json:"sent_cached_tokens"`
+}
+
+// CachedShare is the share of the prompt tokens sent to the endpoint that
+// its prompt cache served (0 when none were sent).
+func (u LLMUsage) CachedShare() float64 {
+	if u.SentPromptTokens <= 0 {
+		return 0
+	}
+	return float64(u.SentCachedTokens) / float64(u.SentPromptTokens)
 }
 
 const planKey = "plan."
@@ -168,14 +183,14 @@ func (l *Ledger) Status(ctx context.Context) (_ Status, err error) {
 	if st.Languages, err = l.Languages(ctx); err != nil {
 		return st, err
 	}
-	rows, err := l.r.QueryContext(ctx, `SELECT role, model, stage, count(*), sum(from_cache), sum(status IN ('failed', 'fatal')), sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens), sum(cost_usd) FROM llm_calls GROUP BY role, model, stage ORDER BY role, model, stage`)
+	rows, err := l.r.QueryContext(ctx, `SELECT role, model, stage, count(*), sum(from_cache), sum(status IN ('failed', 'fatal')), sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens), sum(cost_usd), sum(CASE WHEN from_cache THEN 0 ELSE prompt_tokens END), sum(CASE WHEN from_cache THEN 0 ELSE cached_tokens END) FROM llm_calls GROUP BY role, model, stage ORDER BY role, model, stage`)
 	if err != nil {
 		return st, fmt.Errorf("summing model calls: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var u LLMUsage
-		if err := rows.Scan(&u.Role, &u.Model, &u.Stage, &u.Calls, &u.CacheHits, &u.Failed, &u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.ReasoningTokens, &u.CostUSD); err != nil {
+		if err := rows.Scan(&u.Role, &u.Model, &u.Stage, &u.Calls, &u.CacheHits, &u.Failed, &u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.ReasoningTokens, &u.CostUSD, &u.SentPromptTokens, &u.SentCachedTokens); err != nil {
 			return st, err
 		}
 		st.SpendUSD += u.CostUSD

@@ -190,7 +190,10 @@ func fromCompletion(cc *openai.ChatCompletion) Response {
 	}
 	var raw rawAnswer
 	fieldReasoning := ""
-	if json.Unmarshal([]byte(cc.RawJSON()), &raw) == nil && len(raw.Choices) > 0 {
+	if json.Unmarshal([]byte(cc.RawJSON()), &raw) == nil {
+		r.Usage = raw.cachedPrompt(r.Usage)
+	}
+	if len(raw.Choices) > 0 {
 		m := raw.Choices[0].Message
 		fieldReasoning = m.ReasoningContent
 		if s, ok := m.Reasoning.(string); ok && fieldReasoning == "" {

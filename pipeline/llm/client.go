@@ -491,6 +491,12 @@ func (c *Client) EstimatePrompt(msgs []conv.Message) int {
 // token counts, at the price of the role's endpoint (for --dry-run): its
 // batch price when the role is in batch mode.
 func (c *Client) EstimateCost(role string, promptTokens, completionTokens int) (float64, error) {
+	return c.EstimateUsageCost(role, Usage{Prompt: promptTokens, Completion: completionTokens})
+}
+
+// EstimateUsageCost is EstimateCost for a call whose usage, cached prompt
+// tokens included, is estimated: the price of u at role's model.
+func (c *Client) EstimateUsageCost(role string, u Usage) (float64, error) {
 	ep, _, err := c.resolve(role)
 	if err != nil {
 		return 0, err
@@ -499,7 +505,7 @@ func (c *Client) EstimateCost(role string, promptTokens, completionTokens int) (
 	if c.modeOf(role, ep) == ModeBatch {
 		price = price.ForBatch()
 	}
-	return EstimateCost(price, promptTokens, completionTokens), nil
+	return price.Cost(u), nil
 }
 
 // Call sends req and returns the answer.
@@ -999,7 +1005,8 @@ func (c *Client) buildParams(req Request, p *prepared) (openai.ChatCompletionNew
 
 // rawAnswer is the part of a chat completion the SDK's types do not cover:
 // the reasoning fields of vLLM, llama.cpp, DeepSeek (reasoning_content) and
-// OpenRouter (reasoning).
+// OpenRouter (reasoning), and the prompt-cache counts of servers that do not
+// use OpenAI's prompt_tokens_details.cached_tokens.
 type rawAnswer struct {
 	Choices []struct {
 		Message struct {
@@ -1007,6 +1014,40 @@ type rawAnswer struct {
 			Reasoning        any    `json:"reasoning"`
 		} `json:"message"`
 	} `json:"choices"`
+	Usage struct {
+		CacheRead int `json:"cache_read_input_tokens"` // Anthropic-compatible proxies
+		CacheHit  int `json:"prompt_cache_hit_tokens"` // DeepSeek
+	} `json:"usage"`
+	Timings struct { // llama.cpp server
+		CacheN  int `json:"cache_n"`
+		PromptN int `json:"prompt_n"`
+	} `json:"timings"`
+	TokensCached int `json:"tokens_cached"` // older llama.cpp
+}
+
+// cachedPrompt returns u with the prompt tokens served from the server's
+// prompt cache filled in from whichever field the server reports them in.
+func (raw rawAnswer) cachedPrompt(u Usage) Usage {
+	if u.CachedPrompt > 0 {
+		return u
+	}
+	switch {
+	case raw.Usage.CacheRead > 0:
+		u.CachedPrompt = raw.Usage.CacheRead
+	case raw.Usage.CacheHit > 0:
+		u.CachedPrompt = raw.Usage.CacheHit
+	case raw.Timings.CacheN > 0:
+		u.CachedPrompt = raw.Timings.CacheN
+		// A llama.cpp that counts only the tokens it evaluated reports
+		// prompt_tokens equal to prompt_n; the prompt is both parts.
+		if u.Prompt == raw.Timings.PromptN {
+			u.Prompt += raw.Timings.CacheN
+		}
+	case raw.TokensCached > 0:
+		u.CachedPrompt = raw.TokensCached
+	}
+	u.CachedPrompt = min(u.CachedPrompt, u.Prompt)
+	return u
 }
 
 // attempt sends one HTTP request and classifies the result.

@@ -41,6 +41,24 @@ func (p Price) Cost(u Usage) float64 {
 	return (float64(u.Prompt-cached)*p.Input + float64(cached)*ci + float64(u.Completion)*p.Output) / 1e6
 }
 
+// The shortest prefix the OpenAI-style prompt caches serve, and the step in
+// which they serve longer ones.
+const (
+	CacheMinTokens   = 1024
+	CacheBlockTokens = 128
+)
+
+// CacheableTokens is how much of a prefix of shared tokens, shared with a
+// recent request, a prompt cache that works like OpenAI's (and Azure's)
+// serves: none below CacheMinTokens, else whole blocks of CacheBlockTokens
+// from there. Dry runs estimate cached tokens with it.
+func CacheableTokens(shared int) int {
+	if shared < CacheMinTokens {
+		return 0
+	}
+	return CacheMinTokens + (shared-CacheMinTokens)/CacheBlockTokens*CacheBlockTokens
+}
+
 // EstimateCost is the dry-run estimate for a call of promptTokens in and
 // completionTokens out at price p, assuming nothing is served from the
 // provider's prompt cache (an upper bound).

@@ -132,3 +132,28 @@ func quantile(xs []float64, q float64) float64 {
 	}
 	return xs[i] + f*(xs[i+1]-xs[i])
 }
+
+// MeanBootstrap returns the percentile interval of the mean of xs from a
+// bootstrap that resamples xs with replacement. Each x is one cluster's
+// value (a problem's mean gain over its answers), so answers of one
+// problem move together, as §5.1's problem-clustered intervals need. Only
+// Level, Resamples and Seed of opt are used; no xs gives NaN ends.
+func MeanBootstrap(xs []float64, opt Options) Interval {
+	if len(xs) == 0 {
+		return nanInterval()
+	}
+	opt = opt.withDefaults()
+	src := rand.NewPCG(opt.Seed, 0)
+	k := uint64(len(xs))
+	means := make([]float64, opt.Resamples)
+	for b := range means {
+		var s float64
+		for range k {
+			s += xs[boundedDraw(src, k)]
+		}
+		means[b] = s / float64(k)
+	}
+	slices.Sort(means)
+	alpha := 1 - opt.Level
+	return Interval{quantile(means, alpha/2), quantile(means, 1-alpha/2)}
+}

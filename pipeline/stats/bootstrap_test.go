@@ -163,3 +163,20 @@ func TestBoundedDrawRange(t *testing.T) {
 		}
 	}
 }
+
+// TestMeanBootstrap: a constant sample has a point interval at its value;
+// a spread sample's interval holds its mean and lies within its range; the
+// same seed gives the same interval.
+func TestMeanBootstrap(t *testing.T) {
+	if iv := MeanBootstrap([]float64{0.5, 0.5, 0.5}, Options{}); iv.Lo != 0.5 || iv.Hi != 0.5 {
+		t.Errorf("constant: %+v", iv)
+	}
+	xs := []float64{-1, 0, 0, 1, 1, 1, 0, -1, 1, 1}
+	a, b := MeanBootstrap(xs, Options{Seed: 7}), MeanBootstrap(xs, Options{Seed: 7})
+	if a != b || !a.Contains(0.3) || a.Lo < -1 || a.Hi > 1 || a.Width() <= 0 {
+		t.Errorf("spread: %+v %+v", a, b)
+	}
+	if iv := MeanBootstrap(nil, Options{}); !math.IsNaN(iv.Lo) {
+		t.Errorf("empty: %+v", iv)
+	}
+}

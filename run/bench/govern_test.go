@@ -25,12 +25,16 @@ const maxGovernCost = 1.05
 // their ceilings, where the governor sets nothing that binds).
 const minGovernJudged = time.Second
 
-// governPairs is how many governed and off runs, alternating, a step that
-// ends within quickStep gets (a longer one gets one of each). On the shared
+// governPairs is how many pairs of a governed and an off run a step that
+// ends within quickStep gets; a longer one gets longPairs. On the shared
 // 2-core machines a run of a few seconds varies by ±15% with the
 // neighbours' load, more than the 5% being measured; neighbouring runs
-// share most of it, so the figure is the median of the pairs' ratios.
-const governPairs = 5
+// share most of it, so the figure is the median of the pairs' ratios (the
+// mean of two).
+const (
+	governPairs = 5
+	longPairs   = 2
+)
 
 // governed is one step measured both ways: with the default governor and
 // with --memory-limit off, the medians of alternating runs and of the
@@ -59,12 +63,16 @@ func stepCeiling(args []string) int {
 }
 
 // measureGoverned runs st with the default governor and with
-// --memory-limit off, alternating, and returns the medians. The first run is
-// the step itself (governed), on the run file db; a step that ends within
-// quickStep gets governPairs pairs in all, a longer one one. The runs
-// after the first may not change the run: a reader runs its own arguments
-// again, ingest its scratch run, and a step that writes to the run (annotate,
-// curate) runs on a fresh copy of the run file as it was before the step.
+// --memory-limit off and returns the medians. The first run is the step
+// itself (governed), on the run file db; it advances the run and is not
+// compared, since it meets the files as the step before left them in the
+// page cache. Then come the pairs, governPairs for a step that ended within
+// quickStep and longPairs for a longer one, the order turned each pair (off
+// first, then governed first: ABBA), so neither side always runs on the
+// cache the other warmed. The runs after the first may not change the run:
+// a reader runs its own arguments again, ingest its scratch run, and a step
+// that writes to the run (annotate, curate) runs on a fresh copy of the run
+// file as it was before the step.
 func measureGoverned(launcher, bin string, st scaleStep, db string) (governed, error) {
 	again, scratch := st.rerun(), st.scratch
 	var snap string
@@ -108,32 +116,39 @@ func measureGoverned(launcher, bin string, st scaleStep, db string) (governed, e
 	}
 	pairs := governPairs
 	if first.wall >= quickStep {
-		pairs = 1
+		pairs = longPairs
 	}
-	gov, off := []scaleFigure{first}, []scaleFigure{}
+	var gov, off []scaleFigure
 	var wall, cpu []float64
 	for i := range pairs {
-		f, err := one(again, true)
-		if err != nil {
-			return governed{}, fmt.Errorf("with --memory-limit off: %w", err)
+		var g, o scaleFigure
+		for _, isOff := range []bool{i%2 == 0, i%2 != 0} {
+			f, err := one(again, isOff)
+			if err != nil {
+				return governed{}, fmt.Errorf("--memory-limit off %v: %w", isOff, err)
+			}
+			if isOff {
+				o = f
+			} else {
+				g = f
+			}
 		}
-		off = append(off, f)
-		wall = append(wall, gov[i].wall.Seconds()/f.wall.Seconds())
-		cpu = append(cpu, gov[i].cpu.Seconds()/f.cpu.Seconds())
-		if i == pairs-1 {
-			break
-		}
-		if f, err = one(again, false); err != nil {
-			return governed{}, err
-		}
-		gov = append(gov, f)
+		gov, off = append(gov, g), append(off, o)
+		wall = append(wall, g.wall.Seconds()/o.wall.Seconds())
+		cpu = append(cpu, g.cpu.Seconds()/o.cpu.Seconds())
 	}
 	return governed{gov: medianFigure(gov), off: medianFigure(off), wallRatio: medianOf(wall), cpuRatio: medianOf(cpu), pairs: pairs}, nil
 }
 
+// medianOf is the median of xs, the mean of the middle two when there are
+// an even number.
 func medianOf(xs []float64) float64 {
 	slices.Sort(xs)
-	return xs[len(xs)/2]
+	n := len(xs)
+	if n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[n/2]
 }
 
 // medianFigure takes the median of each measure on its own.
@@ -206,7 +221,7 @@ func printGoverned(out io.Writer, sizes []int, order []string, g map[string]map[
 	if len(order) == 0 {
 		return
 	}
-	fmt.Fprintf(out, "\nthe default memory governor against --memory-limit off: medians of alternating runs (%d pairs for a step under %s, else 1), and of the pairs' ratios; target: governed ≤ %.2f× off in wall and CPU time\n", governPairs, quickStep, maxGovernCost)
+	fmt.Fprintf(out, "\nthe default memory governor against --memory-limit off: medians of %d pairs of runs for a step under %s, else %d, the order turned each pair (the step's own first run not compared), and of the pairs' ratios; target: governed ≤ %.2f× off in wall and CPU time\n", governPairs, quickStep, longPairs, maxGovernCost)
 	w := tabwriter.NewWriter(out, 2, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "size\tcommand\tgov wall\toff wall\twall ×\tgov CPU\toff CPU\tCPU ×\tgov RSS\toff RSS\tceiling\t")
 	for _, n := range sizes {

@@ -506,10 +506,12 @@ func (c *File) Report() (*run.Report, error) {
 		return nil, nil
 	}
 	var rc struct {
-		Formats   []string `yaml:"formats"`
-		Level     float64  `yaml:"level"`
-		MinN      int      `yaml:"min_n"`
-		MinConvs  int      `yaml:"min_conversations"`
+		Formats  []string `yaml:"formats"`
+		Level    float64  `yaml:"level"`
+		MinN     int      `yaml:"min_n"`
+		MinConvs int      `yaml:"min_conversations"`
+		// ViewBase is where report.html's links into 'ac3 view' point.
+		ViewBase  string `yaml:"view_base"`
 		Bootstrap struct {
 			Resamples int    `yaml:"resamples"`
 			Cluster   string `yaml:"cluster"`
@@ -526,6 +528,7 @@ func (c *File) Report() (*run.Report, error) {
 	}
 	return &run.Report{Out: c.Run.Out, Formats: rc.Formats, Options: report.Options{
 		Seed: uint64(c.Run.Seed), Resamples: rc.Bootstrap.Resamples, Level: rc.Level, MinN: rc.MinN, MinConversations: rc.MinConvs,
+		ViewBase: rc.ViewBase,
 	}}, nil
 }
 

@@ -19,13 +19,15 @@ import (
 //
 //	lic:
 //	  replicates: 5          # baseline trajectories per instance (N)
-//	  mode: model            # model (user_sim rephrases) or verbatim
+//	  mode: lic              # lic (user_sim picks the shard), model (shard k, reworded) or verbatim
 //	  user_role: user_sim
 //	  respondent: respondent
+//	  select_respondent: big # the baseline's assistant, which selects the pool (default: respondent)
 //	  min_failures: 3        # keep instances failing in >= k of N; 0: unselected pool
 //	  max_per_task: 25       # of those, the 25 per task failing most; 0: all
 //	  fn_check: true         # the false-negative pre-filter
 //	  fn_role: fn_check
+//	  traces: one            # one failing baseline trace per instance (the paper's), or all
 //	  strategies: [fc, ao, concat, augment, reset, gated-reset, rewrite]
 //	  last_turns: 1          # final turns regenerated (K)
 //	  reruns: 3              # answers per strategy and turn (M)
@@ -39,10 +41,12 @@ type licConfig struct {
 	Mode        string               `yaml:"mode"`
 	UserRole    string               `yaml:"user_role"`
 	Respondent  string               `yaml:"respondent"`
+	Select      string               `yaml:"select_respondent"`
 	MinFailures int                  `yaml:"min_failures"`
 	MaxPerTask  int                  `yaml:"max_per_task"`
 	FNCheck     bool                 `yaml:"fn_check"`
 	FNRole      string               `yaml:"fn_role"`
+	Traces      string               `yaml:"traces"`
 	Strategies  []string             `yaml:"strategies"`
 	LastTurns   int                  `yaml:"last_turns"`
 	Reruns      int                  `yaml:"reruns"`
@@ -113,8 +117,8 @@ func (c *File) LiC(base string) (*run.LiC, error) {
 		}
 	}
 	return &run.LiC{
-		Replicates: lc.Replicates, Mode: lc.Mode, UserRole: lc.UserRole, Respondent: lc.Respondent,
-		MinFailures: lc.MinFailures, MaxPerTask: lc.MaxPerTask, FNCheck: lc.FNCheck, FNRole: lc.FNRole,
+		Replicates: lc.Replicates, Mode: lc.Mode, UserRole: lc.UserRole, Respondent: lc.Respondent, SelectRespondent: lc.Select,
+		MinFailures: lc.MinFailures, MaxPerTask: lc.MaxPerTask, FNCheck: lc.FNCheck, FNRole: lc.FNRole, Traces: lc.Traces,
 		Strategies: lc.Strategies, LastTurns: lc.LastTurns, Reruns: lc.Reruns, Encoding: lc.Encoding,
 		AC3: ac, Grade: g, Workers: c.Run.Workers, Out: cmp.Or(rel(lc.Out), c.Run.Out), Prompts: c.licPrompts(),
 	}, nil

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ac3/ac3/stages/analyze"
+	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/curate/curated"
 	"github.com/ac3/ac3/stages/lic/grade"
 )
@@ -20,7 +22,7 @@ func TestShippedLiCConfigs(t *testing.T) {
 		check               bool
 	}{
 		{"lic-replay.yaml", 1, 0, "verbatim", false},
-		{"lic-replay-paper.yaml", 5, 3, "model", true},
+		{"lic-replay-paper.yaml", 5, 3, "lic", true},
 	} {
 		cfg, err := Load(filepath.Join("../../fixtures/configs", c.file), env)
 		if err != nil {
@@ -46,6 +48,11 @@ func TestShippedLiCConfigs(t *testing.T) {
 		if l.Grade.AllowExec || l.Grade.Fillings != 8 || l.Out != p.Report.Out || p.Curate != nil || p.Respond != nil {
 			t.Errorf("%s: grade %+v, out %q", c.file, l.Grade, l.Out)
 		}
+		// The paper preset's AO arm, the denominator of every gap closure,
+		// is Huang et al.'s, and its rewrite the paper's variant (issue 30).
+		if c.check && (l.AC3.AO != curate.HuangAO() || l.AC3.Rewrite != analyze.RewritePaper || l.Grade.CodeTests != grade.TestsCases || l.Traces != "one") {
+			t.Errorf("%s: ao %+v, rewrite %q, code tests %q, traces %q; want Huang et al.'s AO, the paper's rewrite, LiC's test cases, one trace", c.file, l.AC3.AO, l.AC3.Rewrite, l.Grade.CodeTests, l.Traces)
+		}
 	}
 }
 
@@ -59,6 +66,9 @@ func TestLiCSection(t *testing.T) {
 	}
 	p := write(t, `lic:
   strategies: [fc, ao, gated-reset]
+  select_respondent: big
+  traces: all
+  mode: lic
   operators: {gated_reset: {floor: 1, cap: 2}}
   grade: {db_dir: spider, allow_code_exec: true, code_tests: cases, exec_timeout: 5s}
 `)
@@ -69,6 +79,9 @@ func TestLiCSection(t *testing.T) {
 	}
 	if g := l.AC3.Gates[curated.OpGatedReset]; g.Floor != 1 || g.Cap != 2 {
 		t.Errorf("gate %+v", g)
+	}
+	if l.SelectRespondent != "big" || l.Traces != "all" || l.Mode != "lic" {
+		t.Errorf("select_respondent %q, traces %q, mode %q", l.SelectRespondent, l.Traces, l.Mode)
 	}
 	if l.Grade.DBDir != filepath.Join(filepath.Dir(p), "spider") || !l.Grade.AllowExec || l.Grade.CodeTests != grade.TestsCases || l.Grade.ExecTimeout != 5*time.Second {
 		t.Errorf("grade %+v", l.Grade)

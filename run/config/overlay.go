@@ -55,6 +55,31 @@ func WithCurate(cfg *File, settings map[string]any) (*File, error) {
 	return out, nil
 }
 
+// AC3WithFlags is the AC3 settings of cfg (nil: none) with settings laid
+// over its stages.curate (WithCurate). flags maps the command-line flags
+// that gave settings to their key paths: a setting refused on its own is
+// reported under its flag, since the user typed a flag, not a key.
+func AC3WithFlags(cfg *File, settings map[string]any, flags map[string]string) (run.AC3, error) {
+	ac3 := func(cfg *File, settings map[string]any) (run.AC3, error) {
+		f, err := WithCurate(cfg, settings)
+		if err != nil {
+			return run.AC3{}, err
+		}
+		return f.AC3()
+	}
+	s, err := ac3(cfg, settings)
+	if err == nil {
+		return s, nil
+	}
+	for _, flag := range slices.Sorted(maps.Keys(flags)) {
+		v := settings[flags[flag]]
+		if _, ferr := ac3(nil, map[string]any{flags[flag]: v}); ferr != nil {
+			return s, fmt.Errorf("--%s %v: %w", flag, v, ferr)
+		}
+	}
+	return s, err
+}
+
 // setKey sets key to v in a mapping node's content (key, value, key, …).
 func setKey(content []*yaml.Node, key string, v *yaml.Node) []*yaml.Node {
 	for i := 0; i+1 < len(content); i += 2 {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ac3/ac3/pipeline/spell"
 )
 
 // decode decodes n into v strictly: a key v has no setting for is an error
@@ -70,7 +72,12 @@ func unknownKeys(n *yaml.Node, t reflect.Type, path string) error {
 			case open != nil:
 				ct = open
 			default:
-				return fmt.Errorf("line %d: %s: unknown setting (known: %s)", c.key.Line, c.path, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+				known := slices.Sorted(maps.Keys(fields))
+				msg := fmt.Sprintf("line %d: %s: unknown setting (known: %s)", c.key.Line, c.path, strings.Join(known, ", "))
+				if s := spell.Nearest(c.key.Value, known); s != "" {
+					msg += "; did you mean " + s + "?"
+				}
+				return errors.New(msg)
 			}
 		case n.Kind != yaml.DocumentNode:
 			return nil

@@ -76,6 +76,20 @@ type CuratedOptions struct {
 	TrainOn TrainOn
 }
 
+// StrategyList reads a comma-separated list of strategies for
+// CuratedOptions.Strategies; an empty name is an error, not skipped, since
+// it is most likely a slip.
+func StrategyList(s string) ([]string, error) {
+	var out []string
+	for name := range strings.SplitSeq(s, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			return nil, errors.New("an empty strategy name")
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
 // Curated writes every done curated context of the strategies the curate
 // stage last ran, materialized against its conversation, to path. target is
 // the dataset's own assistant reply to the turn (null when there is none),

@@ -20,7 +20,7 @@ import (
 )
 
 // AccuracySchema names the layout of accuracy.json.
-const AccuracySchema = "ac3.accuracy/v1"
+const AccuracySchema = "ac3.accuracy/v2"
 
 // AccuracyOptions configure the accuracy section of a LiC replay.
 type AccuracyOptions struct {
@@ -39,8 +39,15 @@ type AccuracyOptions struct {
 	FNCheck bool
 	// Grader is the grader's fingerprint (which databases the SQL ran on,
 	// whether code ran), printed with the table.
-	Grader   string
-	PageSize int
+	Grader string
+	// Traces is which trajectories of an instance were replayed
+	// (simulate.TracesOne, also "", or TracesAll), said in the notes.
+	Traces string
+	// Resamples and Seed drive the problem-clustered bootstrap of the
+	// gains (defaults 2000 and 0).
+	Resamples int
+	Seed      uint64
+	PageSize  int
 }
 
 // Accuracy is the accuracy section of a LiC replay: the pool each task
@@ -74,12 +81,24 @@ type PoolRow struct {
 	Trajectories   int `json:"trajectories"`
 }
 
-// AccuracyCell is one task × strategy cell. An item is one trajectory; each
-// item was answered Reruns times. Accuracy pools every graded answer
-// (Passes / N) with its Wilson interval; Mean and SD are over the reruns'
-// accuracies (SD with n − 1; unknown with one rerun). The paired tests
-// match each answer with the reference strategy's answer to the same item
-// and rerun.
+// AccuracyCell is one task × strategy cell. An item is one replayed
+// trajectory, an instance the LiC problem it came from (one trajectory each
+// when the paper's one trace is replayed); each item was answered Reruns
+// times.
+//
+// The instance is the unit of the statistics the paper reports:
+// InstanceAccuracy is the mean over instances of each one's share of
+// passing answers, with a Wilson interval on the instance count; Mean and
+// SD are over the reruns' accuracies (SD with n − 1; unknown with one
+// rerun); GainVsFC is the mean per-instance gain over the reference with a
+// bootstrap interval that resamples instances; InstVsFC and InstVsAO are
+// exact McNemar tests pairing each instance's headline answer (its first
+// trajectory's first rerun) with the reference's.
+//
+// Accuracy, Interval, VsFC and VsAO pool every graded answer (Passes / N)
+// and so count the reruns and trajectories of one instance as independent
+// answers: they are correlated, and those intervals and p-values are too
+// optimistic, which the notes say beside them.
 type AccuracyCell struct {
 	Task       string   `json:"task"`
 	Strategy   string   `json:"strategy"`
@@ -95,6 +114,22 @@ type AccuracyCell struct {
 	GapClosure Num      `json:"gap_closure"`
 	VsFC       *Paired  `json:"vs_fc,omitempty"`
 	VsAO       *Paired  `json:"vs_ao,omitempty"`
+
+	Instances        int      `json:"instances"`
+	InstanceAccuracy Num      `json:"instance_accuracy"`
+	InstanceInterval Interval `json:"instance_interval"`
+	GainVsFC         *Gain    `json:"gain_vs_fc,omitempty"`
+	InstVsFC         *Paired  `json:"instance_vs_fc,omitempty"`
+	InstVsAO         *Paired  `json:"instance_vs_ao,omitempty"`
+}
+
+// Gain is a strategy's accuracy gain over a reference on the instances both
+// answered: the mean of the per-instance differences in the share of
+// passing answers, with its problem-clustered bootstrap interval.
+type Gain struct {
+	Instances int      `json:"instances"`
+	Mean      Num      `json:"mean"`
+	Interval  Interval `json:"interval"`
 }
 
 // Paired is an exact McNemar test of a strategy against a reference on the
@@ -127,6 +162,14 @@ type cellAcc struct {
 	task, strategy  string
 	passes, n       int
 	order           int
+	inst            map[string]*instAcc // by instance (the LiC task id)
+}
+
+// instAcc is one instance's answers in a cell.
+type instAcc struct {
+	passes, graded int
+	head           grade.Status // the first trajectory's first rerun
+	headSeq        int64
 }
 
 // BuildAccuracy folds the run's LiC replay into its accuracy section, a
@@ -294,10 +337,13 @@ func foldPool(ctx context.Context, src Source, plans map[string][]ledger.Variant
 }
 
 func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Variant, sims []ledger.Stored, after, upto int64, opts AccuracyOptions, cells map[[2]string]*cellAcc, order map[string]int, pool func(string) *PoolRow) error {
-	// last is each trajectory's replayed final turn.
+	// last is each trajectory's replayed final turn, instance the LiC
+	// problem it was simulated from.
 	last := map[int64]int{}
+	instance := map[int64]string{}
 	for _, s := range sims {
 		last[s.Seq] = s.Conv.UserTurns()
+		instance[s.Seq], _, _ = strings.Cut(s.Conv.ID, "#")
 	}
 	type answers map[string][]grade.Status // strategy → status by rerun index
 	byConv := map[int64]answers{}
@@ -344,10 +390,18 @@ func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Varian
 			k := [2]string{task, strategy}
 			c := cells[k]
 			if c == nil {
-				c = &cellAcc{task: task, strategy: strategy, reruns: map[int][2]int{}, order: order[strategy]}
+				c = &cellAcc{task: task, strategy: strategy, reruns: map[int][2]int{}, order: order[strategy], inst: map[string]*instAcc{}}
 				cells[k] = c
 			}
 			c.items++
+			in := c.inst[instance[seq]]
+			if in == nil {
+				in = &instAcc{headSeq: seq}
+				c.inst[instance[seq]] = in
+			}
+			if seq <= in.headSeq && len(st) > 0 {
+				in.head, in.headSeq = st[0], seq
+			}
 			c.maxReruns = max(c.maxReruns, len(st))
 			for i, s := range st {
 				switch s {
@@ -355,9 +409,11 @@ func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Varian
 					r := c.reruns[i]
 					r[1]++
 					c.n++
+					in.graded++
 					if s == grade.Pass {
 						r[0]++
 						c.passes++
+						in.passes++
 					}
 					c.reruns[i] = r
 				default:
@@ -496,9 +552,85 @@ func (a *Accuracy) finish(cells map[[2]string]*cellAcc, opts AccuracyOptions) {
 			p.P = Num(stats.McNemarExact(p.Better, p.Worse))
 			out.VsAO = &p
 		}
+		a.instanceStats(&out, c, cells, opts)
 		a.Cells = append(a.Cells, out)
 	}
 }
+
+// instanceStats fills the cell's instance-level figures: the instance is the
+// unit, whatever the reruns and trajectories per instance.
+func (a *Accuracy) instanceStats(out *AccuracyCell, c *cellAcc, cells map[[2]string]*cellAcc, opts AccuracyOptions) {
+	rate := func(in *instAcc) (float64, bool) {
+		if in == nil || in.graded == 0 {
+			return 0, false
+		}
+		return float64(in.passes) / float64(in.graded), true
+	}
+	ids := sortedKeys(c.inst)
+	var sum float64
+	for _, id := range ids {
+		if r, ok := rate(c.inst[id]); ok {
+			sum += r
+			out.Instances++
+		}
+	}
+	out.InstanceAccuracy = Num(math.NaN())
+	if out.Instances > 0 {
+		out.InstanceAccuracy = Num(sum / float64(out.Instances))
+	}
+	out.InstanceInterval = interval(stats.Wilson(sum, out.Instances, opts.Level))
+	ref := func(name string) *cellAcc {
+		r := cells[[2]string{c.task, withLabel(name, c.strategy)}]
+		if r == nil || r == c {
+			return nil
+		}
+		return r
+	}
+	headPair := func(r *cellAcc) *Paired {
+		p := &Paired{}
+		for _, id := range ids {
+			x, y := c.inst[id], r.inst[id]
+			if y == nil || !decided(x.head) || !decided(y.head) {
+				continue
+			}
+			p.Pairs++
+			switch {
+			case x.head == grade.Pass && y.head == grade.Fail:
+				p.Better++
+			case x.head == grade.Fail && y.head == grade.Pass:
+				p.Worse++
+			}
+		}
+		p.P = Num(stats.McNemarExact(p.Better, p.Worse))
+		return p
+	}
+	if r := ref(opts.FC); r != nil {
+		out.InstVsFC = headPair(r)
+		var diffs []float64
+		for _, id := range ids {
+			x, okX := rate(c.inst[id])
+			y, okY := rate(r.inst[id])
+			if okX && okY {
+				diffs = append(diffs, x-y)
+			}
+		}
+		g := &Gain{Instances: len(diffs), Mean: Num(math.NaN())}
+		if len(diffs) > 0 {
+			var s float64
+			for _, d := range diffs {
+				s += d
+			}
+			g.Mean = Num(s / float64(len(diffs)))
+		}
+		g.Interval = interval(stats.MeanBootstrap(diffs, stats.Options{Level: opts.Level, Resamples: opts.Resamples, Seed: opts.Seed}))
+		out.GainVsFC = g
+	}
+	if r := ref(opts.AO); r != nil {
+		out.InstVsAO = headPair(r)
+	}
+}
+
+func decided(s grade.Status) bool { return s == grade.Pass || s == grade.Fail }
 
 func meanSD(xs []float64) (Num, Num) {
 	if len(xs) == 0 {
@@ -533,9 +665,15 @@ func (a *Accuracy) notes(opts AccuracyOptions) {
 	} else {
 		a.Notes = append(a.Notes, "No false-negative check: no instance was removed for lost information.")
 	}
+	if opts.Traces == simulate.TracesAll {
+		a.Notes = append(a.Notes, "Traces: every baseline trajectory of an instance was replayed, passes included (lic.traces: all). Not the paper's protocol, which replays one saved failing trace per instance: the passes raise the full-context baseline and shrink its gap.")
+	} else {
+		a.Notes = append(a.Notes, "Traces: one saved baseline trace per instance, the first that failed (the one the false-negative check read), as the paper replays.")
+	}
 	a.Notes = append(a.Notes,
-		"Accuracy pools every graded answer (items × reruns) with a Wilson interval; mean ± sd is over the reruns' accuracies.",
-		fmt.Sprintf("Gap closure is (S − %s) / (%s − %s) on pooled accuracy; McNemar tests are exact, pairing each answer with the reference's answer to the same trajectory and rerun.", opts.FC, opts.AO, opts.FC),
+		"The instance is the unit: instance accuracy is the mean over instances of each one's share of passing answers, with a Wilson interval on the number of instances; mean ± sd is over the reruns' accuracies; McNemar (instances) pairs each instance's headline answer (first trajectory, first rerun) with the reference's.",
+		fmt.Sprintf("Gain vs %s is the mean per-instance gain with a %s bootstrap interval that resamples instances (problems), as §5.1 computes item-level gains.", opts.FC, pct(Num(opts.Level))),
+		fmt.Sprintf("‡ Pooled over answers: accuracy (items × reruns) with its Wilson interval, gap closure (S − %s) / (%s − %s), and the answer-level McNemar tests count the reruns (and trajectories) of one instance as independent answers. They are correlated, so those intervals and p-values are too narrow; use the instance columns.", opts.FC, opts.AO, opts.FC),
 		"Answers that were not graded (code without --allow-code-exec, tasks without a grader) are left out of n.")
 }
 

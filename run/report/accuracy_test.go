@@ -8,6 +8,7 @@ import (
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/stats"
 	"github.com/ac3/ac3/run/report"
 	"github.com/ac3/ac3/stages/lic/grade"
 	"github.com/ac3/ac3/stages/lic/replay"
@@ -137,5 +138,92 @@ func TestAccuracyEdges(t *testing.T) {
 	}
 	if len(a.Pool) != 1 || a.Pool[0].Pool != 3 || a.Pool[0].Trajectories != 3 {
 		t.Errorf("pool %+v", a.Pool)
+	}
+}
+
+// TestAccuracyByInstance works the instance-level figures by hand: three
+// instances, one trace each, three reruns.
+func TestAccuracyByInstance(t *testing.T) {
+	P, F := grade.Pass, grade.Fail
+	s := &accSource{}
+	for i, id := range []string{"a", "b", "c"} {
+		s.trajectory(id, int64(i+1))
+	}
+	s.grades(1, "fc", P, F, F) // 1/3
+	s.grades(2, "fc", F, F, F) // 0
+	s.grades(3, "fc", P, P, F) // 2/3
+	s.grades(1, "s", P, P, P)  // 1
+	s.grades(2, "s", P, F, F)  // 1/3
+	s.grades(3, "s", P, P, P)  // 1
+	a, err := report.BuildAccuracy(context.Background(), s, report.AccuracyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c report.AccuracyCell
+	for _, x := range a.Cells {
+		if x.Strategy == "s" {
+			c = x
+		}
+	}
+	near := func(got report.Num, want float64) bool { return math.Abs(float64(got)-want) < 1e-9 }
+	if c.Instances != 3 || !near(c.InstanceAccuracy, 7.0/9) {
+		t.Errorf("instances %d, instance accuracy %v; want 3, 7/9", c.Instances, c.InstanceAccuracy)
+	}
+	// Wilson on 3 instances, not on the 9 answers.
+	if w := stats.Wilson(7.0/3, 3, 0.95); !near(c.InstanceInterval.Lo, w.Lo) || !near(c.InstanceInterval.Hi, w.Hi) {
+		t.Errorf("instance interval %+v, want %+v", c.InstanceInterval, w)
+	}
+	// Per-instance gains 2/3, 1/3, 1/3: mean 4/9, and a resample of them
+	// cannot leave [1/3, 2/3].
+	g := c.GainVsFC
+	if g == nil || g.Instances != 3 || !near(g.Mean, 4.0/9) || g.Interval.Lo < 1.0/3-1e-9 || g.Interval.Hi > 2.0/3+1e-9 || g.Interval.Lo >= g.Interval.Hi {
+		t.Errorf("gain vs fc %+v", g)
+	}
+	// Headline answers (first rerun): a P/P, b P/F, c P/P.
+	if p := c.InstVsFC; p == nil || p.Pairs != 3 || p.Better != 1 || p.Worse != 0 || !near(p.P, 1) {
+		t.Errorf("instance McNemar vs fc %+v", p)
+	}
+	// The answer-level test still pairs all 9 answers: a (P,P)(P,F)(P,F),
+	// b (P,F)(F,F)(F,F), c (P,P)(P,P)(P,F): 4 better, 0 worse.
+	if p := c.VsFC; p == nil || p.Pairs != 9 || p.Better != 4 || p.Worse != 0 {
+		t.Errorf("answer McNemar vs fc %+v", p)
+	}
+}
+
+// TestAccuracyOneTraceOrAll: the paper replays one failing trace per
+// instance; replaying every trace, passes included, gives the full-context
+// baseline another accuracy. Instance a's baseline failed in r1 and passed
+// in r2, b's failed in both; the replayed final turns answer as the
+// baseline did.
+func TestAccuracyOneTraceOrAll(t *testing.T) {
+	P, F := grade.Pass, grade.Fail
+	build := func(all bool) report.AccuracyCell {
+		s := &accSource{}
+		add := func(id, rep string, seq int64, st grade.Status) {
+			s.trajectory(id, seq)
+			s.convs[len(s.convs)-1].Conv.ID = id + "#" + rep
+			s.grades(seq, "fc", st)
+		}
+		add("a", "r1", 1, F)
+		if all {
+			add("a", "r2", 2, P)
+		}
+		add("b", "r1", 3, F)
+		if all {
+			add("b", "r2", 4, F)
+		}
+		a, err := report.BuildAccuracy(context.Background(), s, report.AccuracyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Cells[0]
+	}
+	one, all := build(false), build(true)
+	if one.Instances != 2 || float64(one.InstanceAccuracy) != 0 || float64(one.Accuracy) != 0 {
+		t.Errorf("one trace: %+v; want 2 instances at 0%%", one)
+	}
+	// a: 1/2, b: 0 → 25% by instance; 1 of 4 answers pooled.
+	if all.Instances != 2 || float64(all.InstanceAccuracy) != 0.25 || float64(all.Accuracy) != 0.25 || all.Items != 4 {
+		t.Errorf("all traces: %+v; want 2 instances at 25%%", all)
 	}
 }

@@ -30,6 +30,26 @@ func paired(p *Paired) string {
 	return fmt.Sprintf("+%d/−%d p=%s", p.Better, p.Worse, pval(p.P))
 }
 
+// gain formats a gain in percentage points with its interval.
+func gain(g *Gain) string {
+	if g == nil || !g.Mean.Known() {
+		return "—"
+	}
+	sign := ""
+	if g.Mean > 0 {
+		sign = "+"
+	}
+	return fmt.Sprintf("%s%spp %s", sign, fix(g.Mean*100, 1), ivlPP(g.Interval))
+}
+
+// ivlPP formats an interval of differences in percentage points.
+func ivlPP(iv Interval) string {
+	if !iv.Lo.Known() || !iv.Hi.Known() {
+		return ""
+	}
+	return fmt.Sprintf("[%s, %s]", fix(iv.Lo*100, 1), fix(iv.Hi*100, 1))
+}
+
 // WriteMarkdown writes the accuracy section as Markdown.
 func (a *Accuracy) WriteMarkdown(w io.Writer) error {
 	b := &mdWriter{w: w}
@@ -45,10 +65,12 @@ func (a *Accuracy) WriteMarkdown(w io.Writer) error {
 		b.f("| %s | %d | %d/%d | %d | %d | %d | %d |\n", p.Task, p.Instances, p.BaselinePassed, p.BaselineGraded, p.Selected, p.Flagged, p.Pool, p.Trajectories)
 	}
 	b.f("\n## Accuracy by task and strategy\n\n")
-	b.f("| task | strategy | items | reruns | n | accuracy | Wilson %s | mean ± sd | gap closure | vs %s (McNemar) | vs %s (McNemar) |\n", pct(a.Level), a.FC, a.AO)
-	b.f("|---|---|---:|---:|---:|---:|---|---|---:|---|---|\n")
+	b.f("| task | strategy | instances | reruns | accuracy | Wilson %s | mean ± sd | gain vs %s [bootstrap by problem] | vs %s (McNemar) | vs %s (McNemar) | gap closure ‡ | answers ‡ | pooled accuracy ‡ | Wilson ‡ | vs %s ‡ | vs %s ‡ |\n", pct(a.Level), a.FC, a.FC, a.AO, a.FC, a.AO)
+	b.f("|---|---|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---|---|---|\n")
 	for _, c := range a.Cells {
-		b.f("| %s | %s | %d | %d | %d | %s | %s | %s ± %s | %s | %s | %s |\n", c.Task, esc(c.Strategy), c.Items, c.Reruns, c.N, pct(c.Accuracy), ivl(c.Interval), pct(c.Mean), pctSD(c.SD), pct(c.GapClosure), paired(c.VsFC), paired(c.VsAO))
+		b.f("| %s | %s | %d | %d | %s | %s | %s ± %s | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", c.Task, esc(c.Strategy), c.Instances, c.Reruns,
+			pct(c.InstanceAccuracy), ivl(c.InstanceInterval), pct(c.Mean), pctSD(c.SD), gain(c.GainVsFC), paired(c.InstVsFC), paired(c.InstVsAO),
+			pct(c.GapClosure), c.N, pct(c.Accuracy), ivl(c.Interval), paired(c.VsFC), paired(c.VsAO))
 	}
 	b.f("\n")
 	if len(a.Leak) > 0 {

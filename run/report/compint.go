@@ -203,7 +203,11 @@ func (r *Report) htmlCompInt(w io.Writer) error {
 	b.WriteString("</tr></thead><tbody>\n")
 	for _, x := range c.Rows {
 		b.WriteString("<tr>")
-		for _, cell := range x.cells() {
+		for i, cell := range x.cells() {
+			if i == 0 { // the strategy: its conversations that lost the SC
+				fmt.Fprintf(&b, "<td>%s</td>", anchor(r.view.conversations("compint", "lost", "strategy", cell), cell))
+				continue
+			}
 			fmt.Fprintf(&b, "<td>%s</td>", e(cell))
 		}
 		b.WriteString("</tr>\n")

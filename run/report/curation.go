@@ -44,8 +44,9 @@ type Rate struct {
 	Wilson Interval `json:"wilson"`
 }
 
-// GateRow is how often a strategy that decides per turn (AC3 operators,
-// adaptive) changed the context.
+// GateRow is how often a strategy with a gate (reset, gated-reset,
+// rewrite, adaptive; not augment, which acts on every turn) changed the
+// context.
 type GateRow struct {
 	Strategy string `json:"strategy"`
 	// All counts every turn with a recorded decision; turns below the floor
@@ -225,6 +226,13 @@ func (c *curationFold) add(row tally.Row, fcTokens int) {
 		c.roundVsFC[k] = rt
 	}
 	rt.Add(row, fcTokens)
+	// augment acts on every analyzed turn: it has no gate, and a rate of
+	// 100% would only crowd the chart.
+	if row.Context.Info.Operator == curated.OpAugment {
+		c.resets.Add(row)
+		c.costs.Add(row)
+		return
+	}
 	c.gates.Add(row)
 	if row.Context.Info.Analyzed {
 		c.gatesAnalyzed.Add(row)

@@ -49,6 +49,18 @@
 // charts drawn as inline SVG: no scripts, fonts or images are fetched, so it
 // opens offline and can be mailed around.
 //
+// Reading. Both files open with a table of contents (report.html names its
+// anchors the way GitHub names report.md's, so #win-rates works in both). Per pair and dimension
+// they show three verdicts with the judge's reasoning, chosen by a hash of
+// the report seed and the verdicts' ids (one per outcome where there is
+// one), so the choice is the same on every run of the report and needs no
+// more memory than the three. In report.html every colour means one thing,
+// named in a legend; chart margins are sized to their longest label, which
+// the browser test checks in Chromium at 1280 px; long tables (McNemar
+// between arms, rates by round) are folded under their summary; and every
+// table row links into 'ac3 view' (view.go has the URLs, on the base of
+// Options.ViewBase), which the page says has to be running for them.
+//
 // Small samples are stated next to the number they affect, never hidden:
 // every summary carries the warnings of pipeline/stats.
 //

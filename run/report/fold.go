@@ -54,7 +54,7 @@ func newFold(plans map[string][]ledger.Variant, so stats.Options, level float64)
 		progress:  newProgressLog(),
 	}
 	for _, v := range plans[judge.StageName] {
-		f.pairs = append(f.pairs, newPairFold(v))
+		f.pairs = append(f.pairs, newPairFold(v, so.Seed))
 		f.progress.watch(judge.StageName, v.Name)
 	}
 	for _, v := range plans[respond.StageName] {

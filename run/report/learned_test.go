@@ -69,7 +69,7 @@ func TestReportLeavesTheLearningSplitOutAndShowsThePolicy(t *testing.T) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
-	if !strings.Contains(html.String(), "<h2>Adaptive policy</h2>") {
+	if !strings.Contains(html.String(), `<h2 id="adaptive-policy">Adaptive policy</h2>`) {
 		t.Error("report.html has no policy section")
 	}
 

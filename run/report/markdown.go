@@ -55,7 +55,9 @@ func Write(dir string, r *Report, formats []string) ([]string, error) {
 
 // WriteMarkdown writes the report's tables as Markdown.
 func (r *Report) WriteMarkdown(w io.Writer) error {
-	b := &mdWriter{w: w}
+	// Written whole first, so the contents can lead to every heading.
+	var buf strings.Builder
+	b := &mdWriter{w: &buf}
 	b.f("# ac3 report: %s\n\n", r.Run)
 	b.f("%d conversations in the run. Win rate = %s. Intervals: %s, %s%% level, %d resamples, seed %d; %s for reference. Test: %s.\n\n",
 		r.Conversations, r.Settings.WinRate, r.Settings.Interval, fix(r.Settings.Level*100, 0), r.Settings.Resamples, r.Settings.Seed, r.Settings.Reference, r.Settings.Test)
@@ -71,6 +73,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.f("> %s\n\n", n)
 	}
 	if len(r.Pairs) > 0 {
+		b.f("Links into the view need `ac3 view --db %s` running (they point at %s).\n\n", r.Run, r.view.link(""))
 		b.f("## Win rates\n\n")
 		b.f("Rates are for the first strategy of each pair (A). n counts compared turns (× samples); ties count half.\n\n")
 		b.f("| pair | dimension | n | A wins | B wins | ties | win rate A | %s CI (bootstrap) | Wilson | sign p | convs | note |\n", pct(r.Settings.Level))
@@ -85,6 +88,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		r.mdNoCall(b)
 		r.mdLengthControlled(b)
 		r.mdArms(b)
+		b.f("## Each pair in detail\n\n")
 		for _, p := range r.Pairs {
 			b.f("### %s (A = %s, B = %s; context %s, order %s)\n\n", p.Pair, p.A, p.B, p.Context, p.Order)
 			b.f("%d turns judged, %d failed; %d comparisons, %d of them identical answers (ties without a call); both strategies built the same context for %d, %d of which were settled as ties without a call.\n\n", p.UnitsDone, p.UnitsFailed, p.Comparisons, p.Identical, p.SameContext, p.SameContextNoCall)
@@ -105,6 +109,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 					b.f("Both orders agreed on %d of %d pairs (%s, Wilson %s); %d flips favoured the first position, %d the second.\n", c.Consistent, c.Pairs, pct(c.Rate), ivl(c.Wilson), c.FirstBoth, c.SecondBoth)
 				}
 				b.f("\n")
+				r.mdExamples(b, p, d)
 			}
 		}
 	}
@@ -126,13 +131,18 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.f("No model calls recorded.\n\n")
 	} else {
 		b.f("%s\n\n", spendNote)
-		b.f("| role | calls | cache hits | failed | prompt tokens | completion tokens | cost (USD) | models | stages |\n|---|---:|---:|---:|---:|---:|---:|---|---|\n")
+		b.f("| role | calls | cache hits | failed | prompt tokens | endpoint-cached tokens | completion tokens | cost (USD) | models | stages |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 		for _, c := range r.Cost.ByRole {
-			b.f("| %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", c.Role, c.Calls, c.CacheHits, c.Failed, c.PromptTokens, c.CompletionTokens, fix(c.CostUSD, 4), list(c.Models), list(c.Stages))
+			b.f("| %s | %d | %d | %d | %d | %s | %d | %s | %s | %s |\n", c.Role, c.Calls, c.CacheHits, c.Failed, c.PromptTokens, c.cachedCell(), c.CompletionTokens, fix(c.CostUSD, 4), list(c.Models), list(c.Stages))
 		}
-		b.f("| total | | | | | | %s | | |\n\n", fix(r.Cost.TotalUSD, 4))
+		b.f("| total | | | | | | | %s | | |\n\n", fix(r.Cost.TotalUSD, 4))
+		b.f("%s\n\n", cachedNote)
 	}
-	return b.err
+	if b.err != nil {
+		return b.err
+	}
+	_, err := io.WriteString(w, mdWithTOC(buf.String()))
+	return err
 }
 
 func groupTable(b *mdWriter, key string, gs []Group) {
@@ -183,4 +193,31 @@ func (m *mdWriter) f(format string, args ...any) {
 	if m.err == nil {
 		_, m.err = fmt.Fprintf(m.w, format, args...)
 	}
+}
+
+// mdExamples writes a pair's example verdicts on one dimension, with a
+// link to all of them in the view.
+func (r *Report) mdExamples(b *mdWriter, p PairReport, d DimReport) {
+	all := r.view.verdicts(p.Pair, d.Dimension)
+	if len(d.Examples) == 0 {
+		return
+	}
+	b.f("**%s: example verdicts** (chosen by a hash of the report seed and the verdicts' ids; [all %d in the view](%s))\n\n", d.Dimension, d.Overall.N, all)
+	for _, x := range d.Examples {
+		if len(x.Orders) == 0 {
+			b.f("- **%s**, %s turn %d (%s)%s ([view](%s)): %s\n", winnerText(x), x.Conversation, x.Turn, x.TurnType, sampleText(x.Sample), r.view.turn(x.Conversation, x.Turn, "verdicts"), mdLine(x.Justification))
+			continue
+		}
+		b.f("- **%s**, %s turn %d (%s)%s ([view](%s))\n", winnerText(x), x.Conversation, x.Turn, x.TurnType, sampleText(x.Sample), r.view.turn(x.Conversation, x.Turn, "verdicts"))
+		for _, o := range x.Orders {
+			b.f("  - %s: %s\n", orderText(o), mdLine(orNone(o.Justification)))
+		}
+	}
+	b.f("\n")
+}
+
+// mdLine keeps a free text on one Markdown line and keeps a renderer
+// from reading HTML in it.
+func mdLine(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(strings.Join(strings.Fields(s), " "))
 }

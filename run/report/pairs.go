@@ -36,10 +36,10 @@ type pairFold struct {
 	dims []*dimFold // in judge.Dimensions() order
 }
 
-func newPairFold(v ledger.Variant) *pairFold {
+func newPairFold(v ledger.Variant, seed uint64) *pairFold {
 	p := &pairFold{v: v, pr: PairReport{Pair: v.Name}}
 	for _, d := range judge.Dimensions() {
-		p.dims = append(p.dims, &dimFold{name: d, byType: map[string]*verdictTally{}, byRound: map[int]*verdictTally{}})
+		p.dims = append(p.dims, &dimFold{name: d, byType: map[string]*verdictTally{}, byRound: map[int]*verdictTally{}, examples: exampleFold{seed: seed}})
 	}
 	return p
 }
@@ -57,6 +57,7 @@ type dimFold struct {
 	cons          stats.ConsistencyTally
 	both          bool
 	lc            lcFold
+	examples      exampleFold
 }
 
 // pageJoin is what a judge unit is read with: the page's turn types,
@@ -117,6 +118,7 @@ func (p *pairFold) add(u ledger.Unit, pj pageJoin, convs *convTable, info *judge
 			continue
 		}
 		d.add(ob, tt, u.ConvSeq)
+		d.examples.add(ob, tt, exampleCalls(o, ob))
 		la, oka := pj.answers.length(u.ConvSeq, u.Turn, ob.A, ob.Sample)
 		lb, okb := pj.answers.length(u.ConvSeq, u.Turn, ob.B, ob.Sample)
 		if oka && okb {
@@ -190,7 +192,7 @@ func (d *dimFold) report(convs *convTable, ranks []uint32, so stats.Options) (Di
 		t.enc = nil
 		return summary(s), err
 	}
-	dr := DimReport{Dimension: d.name, ByTurnType: []Group{}, ByRound: []Group{}}
+	dr := DimReport{Dimension: d.name, ByTurnType: []Group{}, ByRound: []Group{}, Examples: d.examples.examples()}
 	var err error
 	if dr.Overall, err = sum(&d.overall); err != nil {
 		return dr, err

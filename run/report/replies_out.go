@@ -106,14 +106,22 @@ func (r *Report) htmlReplyPollution(b *strings.Builder) {
 		fmt.Fprintf(b, "<th>%s</th>", e(h))
 	}
 	b.WriteString("</tr>\n")
-	for _, row := range rows {
+	for ri, row := range rows {
 		b.WriteString("<tr>")
 		for i, c := range row {
-			cls := ""
+			cls, cell := "", e(c)
 			if i > 0 {
 				cls = " class=l"
 			}
-			fmt.Fprintf(b, "<td%s>%s</td>", cls, e(c))
+			// A category's row, and the row of any category, open the
+			// conversations polluted so in the view.
+			switch {
+			case i == 0 && ri < len(rows)-4:
+				cell = anchor(r.view.conversations("pollution", c), c)
+			case i == 0 && ri == len(rows)-4:
+				cell = anchor(r.view.conversations("pollution", "any"), c)
+			}
+			fmt.Fprintf(b, "<td%s>%s</td>", cls, cell)
 		}
 		b.WriteString("</tr>\n")
 	}

@@ -45,6 +45,9 @@ type Options struct {
 	// effect retention is left undefined (compint.DefaultMinDenominator
 	// when 0).
 	CompIntMinDenominator float64
+	// ViewBase is where report.html's links into 'ac3 view' point
+	// (DefaultViewBase when empty). It changes links, never a number.
+	ViewBase string
 }
 
 func (o Options) stats() stats.Options {
@@ -77,6 +80,8 @@ type Report struct {
 	Policy  *AdaptivePolicy `json:"adaptive_policy,omitempty"`
 	CompInt *CompInt        `json:"compint,omitempty"`
 	Notes   []string        `json:"notes"`
+
+	view viewLinks // where the HTML links into 'ac3 view'
 }
 
 // Settings says how the numbers were computed.
@@ -133,6 +138,9 @@ type DimReport struct {
 	Position   Position `json:"position"`
 	// LengthControlled is A's win rate at equal answer lengths.
 	LengthControlled *LengthControlled `json:"length_controlled"`
+	// Examples are a few verdicts with the judge's reasoning, chosen by a
+	// hash of the report seed and their ids (see exampleFold).
+	Examples []Example `json:"examples"`
 }
 
 // Summary is a stats.Summary for strategy A in report form.
@@ -227,15 +235,20 @@ type Cost struct {
 
 // RoleCost is one role's calls.
 type RoleCost struct {
-	Role             string   `json:"role"`
-	Calls            int64    `json:"calls"`
-	CacheHits        int64    `json:"cache_hits"`
-	Failed           int64    `json:"failed"`
-	PromptTokens     int64    `json:"prompt_tokens"`
-	CompletionTokens int64    `json:"completion_tokens"`
-	CostUSD          Num      `json:"cost_usd"`
-	Models           []string `json:"models"`
-	Stages           []string `json:"stages"`
+	Role             string `json:"role"`
+	Calls            int64  `json:"calls"`
+	CacheHits        int64  `json:"cache_hits"`
+	Failed           int64  `json:"failed"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	// SentPromptTokens are the prompt tokens of the calls sent to an
+	// endpoint (not cache hits); EndpointCachedTokens the part of them the
+	// endpoint's prompt cache served, billed at the model's cached price.
+	SentPromptTokens     int64    `json:"sent_prompt_tokens"`
+	EndpointCachedTokens int64    `json:"endpoint_cached_tokens"`
+	CostUSD              Num      `json:"cost_usd"`
+	Models               []string `json:"models"`
+	Stages               []string `json:"stages"`
 }
 
 // Build reads the run and computes the report. It pages through the run's
@@ -263,6 +276,7 @@ func Build(ctx context.Context, src Source, opts Options) (*Report, error) {
 		},
 		Pairs: []PairReport{}, Arms: []ArmRow{}, Respond: []RespondRow{}, Tokens: []TokenRow{}, Notes: []string{}, Progress: []Progress{},
 		Judge: JudgeInfo{Prompts: []string{}, Models: []string{}, Endpoints: []string{}, Orders: []string{}, Contexts: []string{}, Seeds: []int64{}},
+		view:  newViewLinks(opts.ViewBase),
 	}
 	st, err := src.Status(ctx)
 	if err != nil {
@@ -352,6 +366,8 @@ func (r *Report) addCost(st ledger.Status) {
 		rc.Failed += u.Failed
 		rc.PromptTokens += u.PromptTokens
 		rc.CompletionTokens += u.CompletionTokens
+		rc.SentPromptTokens += u.SentPromptTokens
+		rc.EndpointCachedTokens += u.SentCachedTokens
 		rc.CostUSD += Num(u.CostUSD)
 		total += u.CostUSD
 		models[u.Role].add(u.Model)

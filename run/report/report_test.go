@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -105,8 +106,8 @@ func (f *fakeRun) add(stage, variant string, seq int64, turn int, status string,
 func fixedRun(t *testing.T) *fakeRun {
 	f := &fakeRun{plans: map[string][]ledger.Variant{}, units: map[string][]ledger.Unit{}}
 	f.status = ledger.Status{Conversations: 4, LLM: []ledger.LLMUsage{
-		{Role: "judge", Model: "judge-m", Stage: "judge", Calls: 14, CacheHits: 2, PromptTokens: 9000, CompletionTokens: 700, CostUSD: 0.0125},
-		{Role: "respondent", Model: "resp-m", Stage: "respond", Calls: 16, PromptTokens: 5000, CompletionTokens: 3200, CostUSD: 0.004},
+		{Role: "judge", Model: "judge-m", Stage: "judge", Calls: 14, CacheHits: 2, PromptTokens: 9000, CompletionTokens: 700, CostUSD: 0.0125, SentPromptTokens: 7700, SentCachedTokens: 4608},
+		{Role: "respondent", Model: "resp-m", Stage: "respond", Calls: 16, PromptTokens: 5000, CompletionTokens: 3200, CostUSD: 0.004, SentPromptTokens: 5000},
 	}}
 	types := []string{"new_ask", "feedback", "no_feedback"}
 	k := 0
@@ -161,8 +162,8 @@ func fixedRun(t *testing.T) *fakeRun {
 			both := judge.Output{Pair: "fc:ao", A: "fc", B: "ao", Context: "full", Order: "both", Seed: 7, Prompt: "pairwise@v1+abc",
 				Comparisons: []judge.Comparison{{Sample: 0,
 					Calls: []judge.Call{
-						{First: "A", Model: "judge-m", Endpoint: "judge", Verdicts: map[string]judge.DimVerdict{"quality": {Outcome: aFirst}, "on_topic": {Outcome: "tie"}}},
-						{First: "B", Model: "judge-m", Endpoint: "judge", Verdicts: map[string]judge.DimVerdict{"quality": {Outcome: bFirst}, "on_topic": {Outcome: "A"}}},
+						{First: "A", Model: "judge-m", Endpoint: "judge", Verdicts: map[string]judge.DimVerdict{"quality": {Outcome: aFirst, Justification: fmt.Sprintf("c%d turn %d: %s keeps the <limit> & the format", seq, turn, aFirst)}, "on_topic": {Outcome: "tie"}}},
+						{First: "B", Model: "judge-m", Endpoint: "judge", Verdicts: map[string]judge.DimVerdict{"quality": {Outcome: bFirst}, "on_topic": {Outcome: "A", Justification: "both stay on the thread"}}},
 					}}}}
 			for ci := range both.Comparisons {
 				c := &both.Comparisons[ci]
@@ -188,7 +189,8 @@ func fixedRun(t *testing.T) *fakeRun {
 			rnd := judge.Output{Pair: "ao:fc/user_only", A: "ao", B: "fc", Context: "user_only", Order: "random", Seed: 7, Prompt: "pairwise@v1+abc",
 				Comparisons: []judge.Comparison{{Sample: 0, Identical: k == 5, Outcome: map[string]string{"quality": oc[(k+1)%3], "on_topic": "B"}}}}
 			if k != 5 {
-				rnd.Comparisons[0].Calls = []judge.Call{{First: first, Model: "judge-m", Endpoint: "judge"}}
+				rnd.Comparisons[0].Calls = []judge.Call{{First: first, Model: "judge-m", Endpoint: "judge", Verdicts: map[string]judge.DimVerdict{
+					"quality": {Justification: fmt.Sprintf("the answer shown %s is\nmore complete", first)}}}}
 			}
 			f.add(judge.StageName, "ao:fc/user_only", seq, turn, ledger.Done, rnd, 0)
 		}
@@ -263,11 +265,20 @@ func TestReportGolden(t *testing.T) {
 	}
 	golden(t, "report.json", js.Bytes())
 	golden(t, "report.md", md.Bytes())
-	// The page is self-contained: nothing it would fetch.
-	for _, bad := range []string{"<script", "src=", "href=\"http", "@import", "url("} {
+	// The page is self-contained: nothing it would fetch. Its links lead
+	// to its own sections or into 'ac3 view', which a reader starts.
+	for _, bad := range []string{"<script", "src=", "<link", "@import", "url("} {
 		if strings.Contains(html.String(), bad) {
 			t.Errorf("report.html contains %q; it must open offline", bad)
 		}
+	}
+	for _, m := range regexp.MustCompile(`href="([^"]*)"`).FindAllStringSubmatch(html.String(), -1) {
+		if !strings.HasPrefix(m[1], "#") && !strings.HasPrefix(m[1], report.DefaultViewBase+"/") {
+			t.Errorf("report.html links to %q: neither a section nor the view", m[1])
+		}
+	}
+	if !strings.Contains(html.String(), "ac3 view --db") {
+		t.Error("report.html does not say its links need 'ac3 view'")
 	}
 	if n := strings.Count(html.String(), "<svg"); n < 5 {
 		t.Errorf("report.html has %d charts", n)

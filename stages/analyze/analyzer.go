@@ -134,8 +134,11 @@ func (u *Usage) addResponse(r llm.Response, price *llm.Price) {
 	u.CostUSD += r.CostUSD
 	if price != nil {
 		// The cached answer keeps the usage the server reported when it
-		// was paid for, so this is the same on every pass.
-		u.ListUSD += price.Cost(r.Usage)
+		// was paid for, so this is the same on every pass. Tokens the
+		// endpoint's prompt cache served are priced in full: how many it
+		// served depends on what else was sent around the call (online or
+		// in a batch), not on the answer.
+		u.ListUSD += price.Cost(llm.Usage{Prompt: r.Usage.Prompt, Completion: r.Usage.Completion})
 		u.Listed++
 	}
 }

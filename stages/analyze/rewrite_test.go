@@ -44,7 +44,7 @@ func TestRewriteVariantsAreVersionedApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ac3, paper := a.RewriteVersion(analyze.RewriteAC3), a.RewriteVersion(analyze.RewritePaper)
-	if ac3 == paper || a.RewriteVersion("") != ac3 || !strings.HasPrefix(paper, "rewrite_paper@v2+") {
+	if ac3 == paper || a.RewriteVersion("") != ac3 || !strings.HasPrefix(paper, "rewrite_paper@v3+") {
 		t.Errorf("versions: ac3 %q, paper %q, default %q", ac3, paper, a.RewriteVersion(""))
 	}
 	if a.RewriteVersion("bogus") == ac3 {

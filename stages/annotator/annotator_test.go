@@ -19,9 +19,9 @@ import (
 
 const testPrompt = `version: 3
 ---
-{{define "system"}}Answer inside <answer id="{{.Nonce}}"></answer>.{{end}}
+{{define "system"}}Label one turn.{{end}}
 {{define "user"}}{{range .Messages}}[{{.Tag}}] {{.Role}}{{if .Turn}}, turn {{.Turn}}{{end}}: {{.Content}}
-{{end}}Now turn {{.Turn}}.{{end}}
+{{end}}Now turn {{.Turn}}. Answer inside <answer id="{{.Nonce}}"></answer>.{{end}}
 `
 
 func load() *prompt.Template { return prompt.MustParse("test", []byte(testPrompt)) }
@@ -58,7 +58,7 @@ func query(t *testing.T, a *annotator.LLM, retry int) annotator.Query {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, tg, err := annotator.RenderTranscript(a.Prompt(), 2, es, a.Output, annotator.AnswerForm[wire]("test"))
+	msgs, tg, err := annotator.RenderTranscript(a.Prompt(), 2, es, annotator.ConversationParts(sample()), a.Output, annotator.AnswerForm[wire]("test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestHistoryIsContextBeforeTheReply(t *testing.T) {
 
 func TestRenderTranscript(t *testing.T) {
 	es := []annotator.Entry{{Tag: "1u", Role: "user", Turn: 1, Content: "hello"}, {Tag: "now", Role: "assistant", Turn: 2, Content: "hi"}}
-	msgs, tg, err := annotator.RenderTranscript(load(), 2, es, "", annotator.AnswerForm[wire]("test"))
+	msgs, tg, err := annotator.RenderTranscript(load(), 2, es, []string{"hello", "hi"}, "", annotator.AnswerForm[wire]("test"))
 	if err != nil {
 		t.Fatal(err)
 	}

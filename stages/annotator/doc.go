@@ -10,7 +10,12 @@
 // answer from the section tagged with the prompt's nonce (so text inside a
 // conversation cannot pose as the answer), asks afresh after a malformed
 // answer, offsets the draw by pipeline.Task.Retry, and turns a per-unit
-// failure into a failed unit that keeps the raw answer. A stage declares
+// failure into a failed unit that keeps the raw answer. Transcripts label
+// messages by side and round and take their nonce from the whole
+// conversation, so one turn's prompt begins with the transcript the turn
+// before showed and a provider's prompt cache can serve it (issue 33); the
+// tags that count back from u_t, and the answer's form, come after the
+// transcript. A stage declares
 // its call once as an Ask (render, check, answer length), which gives its
 // prompts, units and forecast calls.
 //

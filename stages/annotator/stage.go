@@ -78,7 +78,7 @@ func Estimate(t pipeline.Task, f *pipeline.Forecast, a *LLM, tokens, from, to in
 
 // call is the forecast of one call with msgs and an answer of tokens.
 func call(a *LLM, f *pipeline.Forecast, msgs []conv.Message, tokens int) pipeline.Call {
-	return pipeline.Call{Role: a.Role, Key: pipeline.MessagesKey(msgs), PromptTokens: f.MessagesTokens(msgs), CompletionTokens: tokens}
+	return pipeline.Call{Role: a.Role, Key: pipeline.MessagesKey(msgs), PromptTokens: f.MessagesTokens(msgs), CompletionTokens: tokens, Prefix: f.MessageSegments(msgs)}
 }
 
 // Window is the engine's model window for a's role (pipeline.ModelStage),

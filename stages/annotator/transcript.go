@@ -3,7 +3,9 @@ package annotator
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/llm/parse"
@@ -15,7 +17,12 @@ type Entry struct {
 	// Tag names the message in the answer's terms: "system"; "ku" or "ka"
 	// for u_{t-k} or a_{t-k}; the caller's tag for u_t; else the role (a
 	// tool message, say).
-	Tag     string
+	Tag string
+	// Label names the message by side and round ("u3", "a3"; "system"; the
+	// tag for u_t tagged "now" and for entries the caller adds), which,
+	// unlike Tag, stays the same from one turn's transcript to the next:
+	// transcripts shown with labels share their beginning across turns.
+	Label   string
 	Role    string
 	Turn    int // the round the message belongs to; 0 for the system message
 	Content string
@@ -26,8 +33,12 @@ type Transcript struct {
 	Nonce    string // the tagger's nonce: the transcript and the answer carry it
 	Turn     int
 	Messages []Entry
-	Answer   string // the form of the answer, laid out for the output
-	JSON     bool   // the answer is one JSON object (json_schema output)
+	// Refs are the earlier messages of Messages whose tag counts back from
+	// u_t ("1a", "2u"), so that a prompt that shows labels can tell the
+	// model, after the transcript, which tag each label has at this turn.
+	Refs   []Entry
+	Answer string // the form of the answer, laid out for the output
+	JSON   bool   // the answer is one JSON object (json_schema output)
 }
 
 // TranscriptSpec declares a transcript prompt (classify, pollution) for
@@ -65,7 +76,7 @@ func History(c *conv.Conversation, t, maxChars int, nowTag string) ([]Entry, err
 	}
 	var es []Entry
 	if c.System != "" {
-		es = append(es, Entry{Tag: "system", Role: "system message", Content: Clip(c.System, maxChars)})
+		es = append(es, Entry{Tag: "system", Label: "system", Role: "system message", Content: Clip(c.System, maxChars)})
 	}
 	for _, tr := range turns[:t] {
 		d := t - tr.Index
@@ -76,15 +87,19 @@ func History(c *conv.Conversation, t, maxChars int, nowTag string) ([]Entry, err
 		for i := tr.User; i < end; i++ {
 			m := c.Messages[i]
 			e := Entry{Role: string(m.Role), Turn: tr.Index, Content: Clip(m.Content, maxChars)}
+			round := strconv.Itoa(tr.Index)
 			switch {
 			case i == tr.User && d == 0:
-				e.Tag = nowTag
+				e.Tag, e.Label = nowTag, "u"+round
+				if nowTag == "now" {
+					e.Label = nowTag
+				}
 			case i == tr.User:
-				e.Tag = strconv.Itoa(d) + "u"
+				e.Tag, e.Label = strconv.Itoa(d)+"u", "u"+round
 			case m.Role == conv.Assistant:
-				e.Tag = strconv.Itoa(d) + "a"
+				e.Tag, e.Label = strconv.Itoa(d)+"a", "a"+round
 			default:
-				e.Tag = string(m.Role)
+				e.Tag, e.Label = string(m.Role), string(m.Role)
 			}
 			es = append(es, e)
 		}
@@ -93,15 +108,24 @@ func History(c *conv.Conversation, t, maxChars int, nowTag string) ([]Entry, err
 }
 
 // RenderTranscript renders tmpl with a Transcript of es for round t, the
-// answer laid out by form for out. The nonce is derived from every content
-// shown, so none of them can carry it; the returned tagger reads the answer.
-func RenderTranscript(tmpl *prompt.Template, t int, es []Entry, out parse.Output, form Layout) ([]conv.Message, parse.Tagger, error) {
-	parts := make([]string, 0, len(es))
-	for _, e := range es {
-		parts = append(parts, e.Content)
+// answer laid out by form for out. The nonce is derived from parts, which
+// must hold every content shown (RenderHistory passes the whole
+// conversation), so none of them can carry it; the returned tagger reads
+// the answer.
+func RenderTranscript(tmpl *prompt.Template, t int, es []Entry, parts []string, out parse.Output, form Layout) ([]conv.Message, parse.Tagger, error) {
+	var refs []Entry
+	for i := range es {
+		if es[i].Label == "" {
+			es[i].Label = es[i].Tag // an entry the caller added
+		}
+		if d, side := strings.TrimRight(es[i].Tag, "ua"), strings.TrimLeft(es[i].Tag, "0123456789"); d != "" && d != "0" && (side == "u" || side == "a") {
+			refs = append(refs, es[i])
+		}
 	}
+	// Nearest first, as the tags count.
+	slices.Reverse(refs)
 	return render(tmpl, out, form, parts, func(nonce, answer string, json bool) any {
-		return Transcript{Nonce: nonce, Turn: t, Messages: es, Answer: answer, JSON: json}
+		return Transcript{Nonce: nonce, Turn: t, Messages: es, Refs: refs, Answer: answer, JSON: json}
 	})
 }
 
@@ -113,7 +137,24 @@ func RenderHistory[W any](a *LLM, stage string, c *conv.Conversation, t int, now
 	if err != nil {
 		return nil, parse.Tagger{}, fmt.Errorf("rendering %s prompt: %w", stage, err)
 	}
-	return RenderTranscript(a.Prompt(), t, append(es, after...), a.Output, AnswerForm[W](stage))
+	parts := ConversationParts(c)
+	for _, e := range after { // a reply under review need not be c's own
+		parts = append(parts, e.Content)
+	}
+	return RenderTranscript(a.Prompt(), t, append(es, after...), parts, a.Output, AnswerForm[W](stage))
+}
+
+// ConversationParts is every text of c: the nonce of a transcript prompt is
+// derived from them all. It is then the same for every turn of c, so the
+// transcript's opening tag, which carries it, does not end the prefix the
+// turns' prompts share, yet whoever wrote c cannot know it.
+func ConversationParts(c *conv.Conversation) []string {
+	parts := make([]string, 0, len(c.Messages)+1)
+	parts = append(parts, c.System)
+	for _, m := range c.Messages {
+		parts = append(parts, m.Content)
+	}
+	return parts
 }
 
 // Clip keeps the head (two thirds) and the tail (one third) of s when it is

@@ -38,8 +38,8 @@ func TestPromptStopsAtTheTurn(t *testing.T) {
 	if strings.Contains(all, "str(s)") || strings.Contains(all, "haiku") {
 		t.Fatalf("the prompt for turn 2 holds text from after u_2:\n%s", all)
 	}
-	if !strings.Contains(all, "[1a] assistant") || !strings.Contains(all, "[now] user") {
-		t.Errorf("turn tags missing:\n%s", all)
+	if !strings.Contains(all, "[a1] assistant") || !strings.Contains(all, "[now] user") || !strings.Contains(all, `a1 is "1a"`) {
+		t.Errorf("turn labels or their references missing:\n%s", all)
 	}
 }
 

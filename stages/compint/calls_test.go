@@ -18,7 +18,6 @@ import (
 var phrases = map[int]string{1: "just do them", 15: "bullet points only"}
 
 var (
-	nonceRe  = regexp.MustCompile(`<retained id="([0-9a-f]+)">`)
 	optionRe = regexp.MustCompile(`(?m)^([AB])\) (.*)$`)
 )
 
@@ -26,7 +25,7 @@ var (
 // the way a careful but position-biased model would.
 func scriptedModel(set *compint.Set) func(llmtest.ChatRequest) llmtest.Reply {
 	return func(req llmtest.ChatRequest) llmtest.Reply {
-		if m := nonceRe.FindStringSubmatch(req.System()); m != nil {
+		if n := req.Nonce("retained"); n != "" {
 			_, context, _ := strings.Cut(req.Last(), "<context id=")
 			verdict := "NO"
 			for _, p := range phrases {
@@ -34,7 +33,7 @@ func scriptedModel(set *compint.Set) func(llmtest.ChatRequest) llmtest.Reply {
 					verdict = "YES"
 				}
 			}
-			return llmtest.Reply{Content: `<retained id="` + m[1] + `">` + verdict + `</retained>`}
+			return llmtest.Reply{Content: `<retained id="` + n + `">` + verdict + `</retained>`}
 		}
 		last := req.Last()
 		for _, sc := range set.SCs {

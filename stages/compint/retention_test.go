@@ -26,10 +26,12 @@ func TestRetentionPromptGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompttest.Golden(t, "testdata/golden/retention_sc15.txt", msgs)
-	if !strings.Contains(msgs[0].Content, tg.Open("retained")) {
-		t.Error("the system prompt does not show the tag to answer in")
+	// The tag to answer in, which carries the nonce, comes after the
+	// material; the system prompt is the same for every call.
+	if last := msgs[len(msgs)-1].Content; strings.Contains(msgs[0].Content, tg.Nonce()) || !strings.Contains(last[strings.LastIndex(last, "</context>"):], tg.Open("retained")) {
+		t.Error("the tag to answer in is not shown after the material, or the system prompt carries the nonce")
 	}
-	if v := compint.RetentionPrompt().Version(); !strings.HasPrefix(v, "compint_retention@v1+") {
+	if v := compint.RetentionPrompt().Version(); !strings.HasPrefix(v, "compint_retention@v2+") {
 		t.Errorf("version %q", v)
 	}
 	// The nonce follows the content: another context, another nonce.

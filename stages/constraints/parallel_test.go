@@ -170,10 +170,10 @@ func TestFormVersions(t *testing.T) {
 	if sv.Name != "llm" || pv.Name != "llm" {
 		t.Errorf("variant names %q, %q; both forms are llm", sv.Name, pv.Name)
 	}
-	if sv.Version != (&constraints.LLM{}).Version() || !strings.HasPrefix(sv.Version, "constraints@v2+") {
+	if sv.Version != (&constraints.LLM{}).Version() || !strings.HasPrefix(sv.Version, "constraints@v3+") {
 		t.Errorf("sequential version %q changed", sv.Version)
 	}
-	if !strings.HasPrefix(pv.Version, "constraints_parallel@v1+") || !strings.HasSuffix(pv.Version, ";earlier=20x400") {
+	if !strings.HasPrefix(pv.Version, "constraints_parallel@v2+") || !strings.HasSuffix(pv.Version, ";earlier=20x400") {
 		t.Errorf("parallel version %q", pv.Version)
 	}
 }

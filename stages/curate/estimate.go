@@ -17,16 +17,19 @@ import (
 // plan is the number of calls, which the estimate counts exactly where it
 // can and from above where it cannot.
 const (
-	specTokens      = 300 // step 1's answer: the consolidated request
-	evaluateTokens  = 400 // step 2's answer: aligned work and issues
-	rewriteTokens   = 400
-	summaryTokens   = 60
-	reflectTokens   = 400
-	unifyTokens     = 1500 * 4 / 3 // a full cheatsheet
-	templateTokens  = 400          // the instructions around a prompt's data
-	overlayTokens   = 60           // a registry block, when the turn has one
-	summaryOfReply  = 40           // a one-sentence summary in a sum context
-	analysisCallsAt = "analysis"
+	specTokens     = 300 // step 1's answer: the consolidated request
+	evaluateTokens = 400 // step 2's answer: aligned work and issues
+	rewriteTokens  = 400
+	summaryTokens  = 60
+	reflectTokens  = 400
+	unifyTokens    = 1500 * 4 / 3 // a full cheatsheet
+	templateTokens = 400          // the instructions around a prompt's data
+	// instructionTokens is the part of templateTokens before the data: the
+	// system message and the first lines, the same in every call of a step.
+	instructionTokens = 80
+	overlayTokens     = 60 // a registry block, when the turn has one
+	summaryOfReply    = 40 // a one-sentence summary in a sum context
+	analysisCallsAt   = "analysis"
 )
 
 // turnForecast is what a strategy expects at one turn: its context when it
@@ -96,7 +99,7 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 		for _, tf := range turns {
 			p := pipeline.Predicted{Key: pipeline.KeyOf(StageName, v.Name, t.Conv.ID, strconv.Itoa(tf.turn)), Tokens: tf.tokens}
 			if tf.known != nil {
-				p.Key = pipeline.MessagesKey(tf.known)
+				p.Key, p.Prefix = pipeline.MessagesKey(tf.known), f.MessagesPrefix(tf.known)
 			}
 			f.Set(StageName, v.Name, tf.turn, p)
 		}
@@ -158,10 +161,30 @@ func analysisCalls(an *analyze.Analyzer, memory string, c *conv.Conversation, x 
 	if an.Ablation() == analyze.AblationContagiousExtractor {
 		spec = templateTokens + x.Tokens
 	}
-	return []pipeline.Call{
+	calls := []pipeline.Call{
 		{Role: role, Key: key("spec"), PromptTokens: spec, CompletionTokens: specTokens},
 		{Role: role, Key: key("evaluate"), PromptTokens: templateTokens + specTokens + x.Tokens, CompletionTokens: evaluateTokens},
 	}
+	if an.Ablation() == analyze.NoAblation {
+		// Both steps show the conversation right after their fixed
+		// instructions, message by message, so the next turn's call begins
+		// with this one's: the prompt-cache estimate.
+		calls[0].Prefix = messagePrefix(pipeline.KeyOf("spec", an.Version()), conv.NewUserView(c, x.Turn).Messages(), f)
+		if ct, ok := c.ContextBefore(x.Turn); ok {
+			calls[1].Prefix = messagePrefix(pipeline.KeyOf("evaluate", an.Version()), ct, f)
+		}
+	}
+	return calls
+}
+
+// messagePrefix is a prompt's beginning for the prompt-cache estimate: its
+// fixed instructions (keyed by head), then msgs one by one.
+func messagePrefix(head string, msgs []conv.Message, f *pipeline.Forecast) []pipeline.Segment {
+	out := []pipeline.Segment{{Key: head, Tokens: instructionTokens}}
+	for _, m := range msgs {
+		out = append(out, pipeline.Segment{Key: pipeline.KeyOf(string(m.Role), m.Content), Tokens: 8 + f.Count(m.Content)})
+	}
+	return out
 }
 
 // forecast: up to the floor an operator passes the full context through;

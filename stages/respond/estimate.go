@@ -33,7 +33,8 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 			if err != nil {
 				return pipeline.Predicted{}, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
 			}
-			return pipeline.Predicted{Key: pipeline.MessagesKey(x.Materialize(t.Conv)), Tokens: x.Tokens}, nil
+			msgs := x.Materialize(t.Conv)
+			return pipeline.Predicted{Key: pipeline.MessagesKey(msgs), Tokens: x.Tokens, Prefix: f.MessagesPrefix(msgs)}, nil
 		})
 		if err != nil {
 			return nil, err
@@ -55,7 +56,7 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 			}
 			answer := pipeline.KeyOf(StageName, r.Role, r.Settings, cx.Key)
 			for i := range s.opts.Samples {
-				calls = append(calls, pipeline.Call{Role: r.Role, Key: pipeline.KeyOf(answer, strconv.Itoa(i)), PromptTokens: cx.Tokens, CompletionTokens: answerTokens})
+				calls = append(calls, pipeline.Call{Role: r.Role, Key: pipeline.KeyOf(answer, strconv.Itoa(i)), PromptTokens: cx.Tokens, CompletionTokens: answerTokens, Prefix: cx.Prefix})
 			}
 			f.Set(StageName, v.Name, turn, pipeline.Predicted{Key: answer, Tokens: answerTokens, Samples: s.opts.Samples})
 		}

@@ -52,6 +52,17 @@
 // ChatRequest.Schema. A Garbled fault still sends its text as it is: a
 // server that ignores response_format.
 //
+// # Prompt cache
+//
+// The server emulates a provider's prefix cache (prefixcache.go): a request
+// that shares its first 1,024 tokens or more with one of the last
+// Options.CacheWindow requests of the same model reports the shared part,
+// in steps of 128 tokens, as usage.prompt_tokens_details.cached_tokens, as
+// OpenAI, Azure and vLLM do. Tokens are counted as the default usage counts
+// them, 4 bytes each, so no tokenizer is needed and the figures depend on
+// the order of arrival only. Call.Cached logs it; a reply that scripts its
+// own Usage reports what it scripts; Options.NoPrefixCache turns it off.
+//
 // # The arrival log
 //
 // Every request is logged as a Call: arrival and end times, path, headers,

@@ -58,6 +58,12 @@ type Options struct {
 	// Batch configures the batch API (/v1/files, /v1/batches); SetBatch
 	// can change it later.
 	Batch BatchOptions
+	// NoPrefixCache turns off the emulated prompt cache (see prefixcache.go):
+	// answers then report no cached tokens.
+	NoPrefixCache bool
+	// CacheWindow is how many recent requests the prompt cache remembers
+	// (default 2048).
+	CacheWindow int
 }
 
 // KeyHeader is the request header in which ac3's client sends its cache key
@@ -102,6 +108,23 @@ func (r ChatRequest) System() string {
 		}
 	}
 	return ""
+}
+
+// Nonce returns the id of the last opening tag <tag id="…"> in the last
+// message, or "". ac3's prompts state the form of the answer, with its
+// nonce, at the very end, after any material that might quote such a tag.
+func (r ChatRequest) Nonce(tag string) string {
+	last := r.Last()
+	open := "<" + tag + ` id="`
+	i := strings.LastIndex(last, open)
+	if i < 0 {
+		return ""
+	}
+	id, _, ok := strings.Cut(last[i+len(open):], `"`)
+	if !ok {
+		return ""
+	}
+	return id
 }
 
 // Usage is what a reply reports as token usage.
@@ -304,6 +327,9 @@ type Call struct {
 	// Batch is the id of the batch this request was a line of, "" for a
 	// request sent online.
 	Batch string
+	// Cached is how many prompt tokens the emulated prompt cache served
+	// (reported in usage unless the reply scripts its own usage).
+	Cached int
 	// Conn numbers the client connection the request came on, from 1 in
 	// the order the server accepted them. A connection belongs to one
 	// client process, so a test that kills and restarts clients can tell
@@ -335,6 +361,7 @@ type Server struct {
 	mu         sync.Mutex
 	rules      []*Rule
 	chaos      *Chaos
+	prefix     *prefixCache   // nil when Options.NoPrefixCache
 	seen       map[string]int // arrivals per request identity
 	faulted    map[string]int // chaos faults per request identity
 	calls      []Call
@@ -376,6 +403,9 @@ func New(tb TB, opts Options) *Server {
 	}
 	s := &Server{opts: opts, closing: make(chan struct{}), chaos: opts.Chaos, seen: map[string]int{}, faulted: map[string]int{},
 		batchOpts: opts.Batch, files: map[string]*file{}, batches: map[string]*batchJob{}}
+	if !opts.NoPrefixCache {
+		s.prefix = newPrefixCache(opts.CacheWindow)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handle)
 	mux.HandleFunc("POST /chat/completions", s.handle)
@@ -486,13 +516,16 @@ func (s *Server) MaxInWindow(d time.Duration) int {
 	return best
 }
 
-// Reset forgets the log, the arrivals, the per-request counts and the
-// rules' match counts (the rules and the chaos stay).
+// Reset forgets the log, the arrivals, the per-request counts, the prompt
+// cache and the rules' match counts (the rules and the chaos stay).
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls, s.arrivals, s.violations, s.peak = nil, nil, 0, s.inflight
 	s.seen, s.faulted = map[string]int{}, map[string]int{}
+	if s.prefix != nil {
+		s.prefix = newPrefixCache(s.opts.CacheWindow)
+	}
 	for _, r := range s.rules {
 		r.matched = 0
 	}
@@ -572,6 +605,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, body []byte, key
 		s.calls[idx].Rule = rule.Name
 		s.calls[idx].Fault = rule.Fault.Kind
 	}
+	cached := 0
+	if s.prefix != nil && !overLimit {
+		// A request refused before any work is done leaves nothing cached.
+		k := NoFault
+		if rule != nil {
+			k = rule.Fault.Kind
+		}
+		cached = s.prefix.lookup(req, k == NoFault || k == Garbled || k == Truncated)
+		s.calls[idx].Cached = cached
+	}
 	if w := s.opts.ArrivalLog; w != nil {
 		a := Arrival{Time: now, Key: key, PromptHash: ph, Nth: nth}
 		if rule != nil && rule.Fault.Kind != NoFault {
@@ -582,7 +625,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, body []byte, key
 	}
 	s.mu.Unlock()
 
-	status, schemaErr := s.respond(w, r, req, rule, overLimit, batch != "")
+	status, schemaErr := s.respond(w, r, req, rule, overLimit, batch != "", cached)
 	s.mu.Lock()
 	s.calls[idx].Status = status
 	s.calls[idx].SchemaError = schemaErr
@@ -604,7 +647,7 @@ func promptHash(req ChatRequest) string {
 
 // respond answers one request; it returns the status sent and, when the
 // request's schema or the reply's fit to it was wrong, why.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit, batch bool) (int, string) {
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, overLimit, batch bool, cached int) (int, string) {
 	// A batch line is answered when the batch completes: no latency, no hold.
 	wait := s.wait
 	if batch {
@@ -632,7 +675,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 			return writeError(w, http.StatusBadRequest, msg, "invalid_request_error", nil), msg
 		}
 	}
-	status, reply, ok := s.fault(w, r, req, rule, batch, wait)
+	status, reply, ok := s.fault(w, r, req, rule, batch, wait, cached)
 	if !ok {
 		return status, ""
 	}
@@ -652,7 +695,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 		w.Header().Set(k, v)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(completion(req, reply, s.opts.Model))
+	_, _ = w.Write(completion(req, reply, s.opts.Model, cached))
 	return http.StatusOK, ""
 }
 
@@ -661,7 +704,7 @@ var schemaName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // fault injects rule's fault, if any, and reports the status sent and
 // false; otherwise it returns the reply to send and true.
-func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, batch bool, wait func(*http.Request, time.Duration) bool) (int, Reply, bool) {
+func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, rule *Rule, batch bool, wait func(*http.Request, time.Duration) bool, cached int) (int, Reply, bool) {
 	if rule != nil && rule.Hold != nil && !batch {
 		select {
 		case <-rule.Hold:
@@ -707,7 +750,7 @@ func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, 
 			_ = conn.Close()
 			return 0, Reply{}, false
 		case Truncated:
-			b := completion(req, Reply{Content: "this answer is cut short"}, s.opts.Model)
+			b := completion(req, Reply{Content: "this answer is cut short"}, s.opts.Model, cached)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(b[:len(b)/2])
@@ -722,7 +765,7 @@ func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, 
 				content = garbledContent
 			}
 			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(completion(req, Reply{Content: content}, s.opts.Model))
+			_, _ = w.Write(completion(req, Reply{Content: content}, s.opts.Model, cached))
 			return http.StatusOK, Reply{}, false
 		}
 	}
@@ -772,7 +815,10 @@ func writeError(w http.ResponseWriter, status int, msg, code string, headers map
 	return status
 }
 
-func completion(req ChatRequest, rep Reply, model string) []byte {
+// completion is the body of a successful answer. Usage, unless rep scripts
+// its own, estimates the request and the content at 4 bytes a token and
+// reports cached of the prompt tokens as served from the prompt cache.
+func completion(req ChatRequest, rep Reply, model string, cached int) []byte {
 	if rep.Model != "" {
 		model = rep.Model
 	} else if req.Model != "" {
@@ -784,7 +830,8 @@ func completion(req ChatRequest, rep Reply, model string) []byte {
 		for _, m := range req.Messages {
 			n += len(m.Content)/4 + 4
 		}
-		u = &Usage{Prompt: n + 3, Completion: (len(rep.Content)+len(rep.Reasoning))/4 + 1}
+		u = &Usage{Prompt: n + 3, Completion: (len(rep.Content)+len(rep.Reasoning))/4 + 1, Cached: cached}
+		u.Cached = min(u.Cached, u.Prompt)
 	}
 	msg := map[string]any{"role": "assistant", "content": rep.Content}
 	if rep.Reasoning != "" {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -336,8 +335,6 @@ func filler(seed, n int) string {
 	return b.String()
 }
 
-var verdictRE = regexp.MustCompile(`<verdict id="([0-9a-f]+)">`)
-
 // reply answers every kind of request the four stages send, after lat.
 // Answers depend on the request alone, so fc and ao get different answers
 // and the judge has something to compare.
@@ -355,8 +352,8 @@ func reply(lat time.Duration) func(llmtest.ChatRequest) llmtest.Reply {
 			content = tag(analyzetest.Nonce(r), "aligned", "the totals so far") + "\n" + tag(analyzetest.Nonce(r), "issues", issues)
 		case kind != "":
 			content = "unexpected analyzer call " + kind
-		case verdictRE.MatchString(r.System()):
-			n := verdictRE.FindStringSubmatch(r.System())[1]
+		case r.Nonce("verdict") != "":
+			n := r.Nonce("verdict")
 			content = fmt.Sprintf(`<verdict id="%s">{"quality":{"winner":"A","justification":"clearer.","confidence":0.7},"on_topic":{"winner":"tie","justification":"both."}}</verdict>`, n)
 		case annotatortest.NonceOf(r) != "":
 			content = annotatortest.Answer(annotatortest.NonceOf(r), `{"type":"feedback","confidence":0.8,"reason":"refers back","refs":["1a"]}`)

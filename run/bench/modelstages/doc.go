@@ -19,6 +19,16 @@
 //     conversations against an endpoint with no latency and high limits,
 //     printing the calls/s of each and their ratio (target >= 0.9).
 //
+//   - BenchmarkPromptCache, issue 33's figures: the e2e config
+//     (fixtures/configs/e2e.yaml) against the endpoint's emulated prompt
+//     cache, printing per stage the share of input tokens served from the
+//     cache, the share the dry run expected, and the spend against what it
+//     would be with no cache, for one-line and for realistic answers;
+//     TestPromptCacheShares holds its targets (at least 50% of the judge's
+//     input and 30% of all input cached, with the e2e test's answers).
+//
+//     go test -run '^$' -bench '^BenchmarkPromptCache$' -benchtime 1x ./run/bench/modelstages/
+//
 //   - Tests that a stop (Ctrl-C, the budget) with the model window open
 //     loses no paid answer and that the resumed run pays for nothing twice.
 package modelstages

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"github.com/ac3/ac3/pipeline"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
@@ -42,17 +41,9 @@ func OutputClient(tb testing.TB, srv *llmtest.Server, out parse.Output) *llm.Cli
 	return c
 }
 
-var nonceRE = regexp.MustCompile(`<answer id="([0-9a-f]+)">`)
-
-// NonceOf reads the nonce the prompt's system message told the model to
-// use, or "" when there is none.
-func NonceOf(req llmtest.ChatRequest) string {
-	m := nonceRE.FindStringSubmatch(req.System())
-	if m == nil {
-		return ""
-	}
-	return m[1]
-}
+// NonceOf reads the nonce the prompt told the model to use (in the answer
+// form, at the end of the last message), or "" when there is none.
+func NonceOf(req llmtest.ChatRequest) string { return req.Nonce("answer") }
 
 // Answer is a model reply holding body in the answer section tagged with
 // nonce.

@@ -21,7 +21,6 @@ const TwoSCs = `[` +
 var Phrases = map[int]string{1: "just do them", 15: "bullet points only"}
 
 var (
-	nonceRe  = regexp.MustCompile(`<retained id="([0-9a-f]+)">`)
 	optionRe = regexp.MustCompile(`(?m)^([AB])\) (.*)$`)
 )
 
@@ -31,7 +30,7 @@ var (
 // request, else always with A.
 func Model(set *compint.Set) func(llmtest.ChatRequest) llmtest.Reply {
 	return func(req llmtest.ChatRequest) llmtest.Reply {
-		if m := nonceRe.FindStringSubmatch(req.System()); m != nil {
+		if n := req.Nonce("retained"); n != "" {
 			_, shown, _ := strings.Cut(req.Last(), "<context id=")
 			verdict := "NO"
 			for _, p := range Phrases {
@@ -39,7 +38,7 @@ func Model(set *compint.Set) func(llmtest.ChatRequest) llmtest.Reply {
 					verdict = "YES"
 				}
 			}
-			return llmtest.Reply{Content: `<retained id="` + m[1] + `">` + verdict + `</retained>`}
+			return llmtest.Reply{Content: `<retained id="` + n + `">` + verdict + `</retained>`}
 		}
 		last := req.Last()
 		for _, sc := range set.SCs {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
+	textcells "github.com/ac3/ac3/pipeline/cells"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/stages/curate/curated"
 )
@@ -25,7 +25,8 @@ const (
 // inserted text, filler, or parts joined into one message) and long messages
 // are cut to their head and tail with the full length in characters. A last
 // line compares token totals. width <= 0 means 100 columns. Widths are
-// counted in runes, so wide scripts may misalign.
+// counted in terminal cells (a CJK character or an emoji takes two), so
+// columns stay aligned in any script.
 func Render(w io.Writer, c *conv.Conversation, ctxs []curated.Context, width int) error {
 	if width <= 0 {
 		width = defaultWidth
@@ -37,33 +38,15 @@ func Render(w io.Writer, c *conv.Conversation, ctxs []curated.Context, width int
 	n := len(ctxs)
 	colWidth := 0
 	if n > 0 {
-		colWidth = (width - (n-1)*utf8.RuneCountInString(gutter)) / n
+		colWidth = (width - (n-1)*cells(gutter)) / n
 	}
 	if n > 1 && colWidth >= minColumn {
 		cols := make([][]string, n)
-		rows := 0
 		for k, x := range ctxs {
 			cols[k] = renderColumn(c, x, colWidth, colWidth*4)
-			rows = max(rows, len(cols[k]))
 		}
 		bw.WriteString(strings.Repeat("═", width) + "\n")
-		for r := range rows {
-			var line strings.Builder
-			for k := range cols {
-				cell := ""
-				if r < len(cols[k]) {
-					cell = cols[k][r]
-				}
-				if k > 0 {
-					line.WriteString(gutter)
-				}
-				if k < n-1 {
-					cell += strings.Repeat(" ", max(0, colWidth-utf8.RuneCountInString(cell)))
-				}
-				line.WriteString(cell)
-			}
-			bw.WriteString(strings.TrimRight(line.String(), " ") + "\n")
-		}
+		sideBySide(bw, cols, colWidth)
 	} else {
 		for _, x := range ctxs {
 			bw.WriteString(strings.Repeat("═", width) + "\n")
@@ -79,8 +62,34 @@ func Render(w io.Writer, c *conv.Conversation, ctxs []curated.Context, width int
 	return bw.Flush()
 }
 
-// renderColumn lays out one context as lines at most width runes wide, with
-// each message's text cut to about budget runes.
+// sideBySide writes cols next to each other, each padded to colWidth cells
+// and parted by the gutter.
+func sideBySide(bw *bufio.Writer, cols [][]string, colWidth int) {
+	rows := 0
+	for _, c := range cols {
+		rows = max(rows, len(c))
+	}
+	for r := range rows {
+		var line strings.Builder
+		for k := range cols {
+			cell := ""
+			if r < len(cols[k]) {
+				cell = cols[k][r]
+			}
+			if k > 0 {
+				line.WriteString(gutter)
+			}
+			if k < len(cols)-1 {
+				cell += strings.Repeat(" ", max(0, colWidth-cells(cell)))
+			}
+			line.WriteString(cell)
+		}
+		bw.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+}
+
+// renderColumn lays out one context as lines at most width cells wide, with
+// each message's text cut to about budget cells.
 func renderColumn(c *conv.Conversation, x curated.Context, width, budget int) []string {
 	lines := wrap(fmt.Sprintf("%s · turn %d · %d msgs · %d tok", x.Strategy, x.Turn, x.Messages, x.Tokens), width)
 	lines = append(lines, strings.Repeat("─", width))
@@ -135,30 +144,51 @@ func flatten(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ↵ ")), " ")
 }
 
-// shorten keeps the head and tail of s when it is longer than budget runes,
-// marking the cut and the original length.
+// shorten keeps the head and tail of s when it is wider than budget
+// cells, marking the cut and the original length in characters.
 func shorten(s string, budget int) string {
-	n := utf8.RuneCountInString(s)
-	if n <= budget {
+	if cells(s) <= budget {
 		return s
 	}
 	r := []rune(s)
-	head := budget * 2 / 3
-	tail := budget - head
-	return fmt.Sprintf("%s … %s [%d chars]", strings.TrimSpace(string(r[:head])), strings.TrimSpace(string(r[n-tail:])), n)
+	head := prefixRunes(r, budget*2/3)
+	tail := len(r) - suffixRunes(r, budget-budget*2/3)
+	return fmt.Sprintf("%s … %s [%d chars]", strings.TrimSpace(string(r[:head])), strings.TrimSpace(string(r[tail:])), len(r))
 }
 
-// wrap breaks s into lines of at most width runes, at spaces when it can.
+// prefixRunes is how many runes of r fit in w cells from the start;
+// suffixRunes the same from the end.
+func prefixRunes(r []rune, w int) int {
+	n, used := 0, 0
+	for n < len(r) && used+cellsOf(r[n]) <= w {
+		used += cellsOf(r[n])
+		n++
+	}
+	return n
+}
+
+func suffixRunes(r []rune, w int) int {
+	n, used := 0, 0
+	for n < len(r) && used+cellsOf(r[len(r)-1-n]) <= w {
+		used += cellsOf(r[len(r)-1-n])
+		n++
+	}
+	return n
+}
+
+// wrap breaks s into lines of at most width cells, at spaces when it can
+// (a space in the second half of the line), else between characters.
 func wrap(s string, width int) []string {
-	if width < 1 {
-		width = 1
+	if width < 2 {
+		width = 2 // a wide character must fit on a line
 	}
 	var lines []string
 	r := []rune(s)
-	for len(r) > width {
-		cut := width
-		for i := width; i > width/2; i-- {
-			if r[i] == ' ' {
+	for cells(string(r)) > width {
+		fit := prefixRunes(r, width)
+		cut := fit
+		for i := fit; i > fit/2; i-- {
+			if i < len(r) && r[i] == ' ' {
 				cut = i
 				break
 			}
@@ -174,6 +204,13 @@ func wrap(s string, width int) []string {
 	}
 	return lines
 }
+
+// cells is the width of s in terminal cells. Runes of ambiguous width
+// (box drawing, "…", "·") count one whatever the locale, as the layout
+// draws with them and the output must not depend on the machine.
+func cells(s string) int { return textcells.String(s) }
+
+func cellsOf(r rune) int { return textcells.Rune(r) }
 
 // tokenSummary compares token totals with the first context's.
 func tokenSummary(ctxs []curated.Context) string {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -80,7 +81,11 @@ func renderConversation() *conv.Conversation {
 
 func renderAll(t *testing.T, width int, names ...string) []byte {
 	t.Helper()
-	c := renderConversation()
+	return renderWith(t, renderConversation(), width, names...)
+}
+
+func renderWith(t *testing.T, c *conv.Conversation, width int, names ...string) []byte {
+	t.Helper()
 	ws := curate.NewWorkspace(c, counter(t))
 	var ctxs []curated.Context
 	for _, name := range names {
@@ -107,11 +112,114 @@ func TestRenderStacked(t *testing.T) {
 
 func TestRenderFitsWidth(t *testing.T) {
 	for _, width := range []int{40, 72, 100, 140} {
-		out := renderAll(t, width, "fc", "ao", "lt", "de", "concat", "filler")
-		for i, line := range strings.Split(string(out), "\n") {
-			if n := len([]rune(line)); n > width {
-				t.Errorf("width %d: line %d has %d runes: %q", width, i+1, n, line)
+		for _, c := range []*conv.Conversation{renderConversation(), wideConversation()} {
+			out := renderWith(t, c, width, "fc", "ao", "lt", "de", "concat", "filler")
+			for i, line := range strings.Split(string(out), "\n") {
+				if n := cells(line); n > width {
+					t.Errorf("%s, width %d: line %d is %d cells wide: %q", c.ID, width, i+1, n, line)
+				}
 			}
 		}
 	}
+}
+
+// cells counts terminal cells as a terminal shows them: East Asian wide
+// runes and emoji two (a sequence joined by U+200D one glyph), variation
+// selectors none, everything the layout draws with one. It is
+// written out here rather than taken from the package, so the test checks
+// the package's measure against another.
+func cells(s string) int {
+	n, joined := 0, false
+	for _, r := range s {
+		switch {
+		case r == 0x200D: // a zero-width joiner: the next rune joins this glyph
+			joined = true
+		case r >= 0xFE00 && r <= 0xFE0F: // variation selectors
+		case joined:
+			joined = false
+		case r >= 0x1100 && r <= 0x115F, r >= 0x2E80 && r <= 0xA4CF, r >= 0xAC00 && r <= 0xD7A3,
+			r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F, r >= 0xFF00 && r <= 0xFF60,
+			r >= 0xFFE0 && r <= 0xFFE6, r >= 0x1F300 && r <= 0x1F64F, r >= 0x1F900 && r <= 0x1F9FF:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// wideConversation mixes Chinese, Japanese, Korean, emoji and ASCII.
+func wideConversation() *conv.Conversation {
+	return build("wide-1", "你是一个细心的助手。",
+		"user", "请把这段话翻译成英文：今天天气很好，我们去公园散步吧。🌞",
+		"assistant", "The weather is nice today, let's go for a walk in the park. 🚶‍♀️🌳",
+		"user", "日本語でもお願いします。それと한국어로도 번역해 주세요 🙏",
+		"assistant", "今日はいい天気ですね。公園を散歩しましょう。/ 오늘 날씨가 좋네요. 공원에 산책하러 가요.",
+		"user", "谢谢！最后，用一句话总结这三种语言的差别。")
+}
+
+// In columns, wide characters keep the gutters straight: every line has
+// its "│" at the same cells.
+func TestRenderWideCharactersAlign(t *testing.T) {
+	out := renderWith(t, wideConversation(), 120, "fc", "ao", "lt")
+	golden(t, "render_wide", out)
+	var want []int
+	for i, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if !strings.Contains(line, "│") {
+			continue
+		}
+		var at []int
+		col := 0
+		for _, r := range line {
+			if r == '│' {
+				at = append(at, col)
+			}
+			col += cells(string(r))
+		}
+		if want == nil {
+			want = at
+		}
+		// The last column is not padded, so a short line may end early:
+		// the gutters it has must sit where the others' do.
+		if len(at) > len(want) || !slices.Equal(at, want[:len(at)]) {
+			t.Errorf("line %d has its gutters at cells %v, want %v: %q", i+1, at, want, line)
+		}
+	}
+	if len(want) != 2 {
+		t.Fatalf("found gutters at %v; want two columns' worth", want)
+	}
+}
+
+func TestRenderAnswersAndVerdicts(t *testing.T) {
+	answers := []inspect.Answer{
+		{Strategy: "fc", Sample: 0, Text: "Here are the top 10:\n\n```go\nsort.Slice(keys, func(i, j int) bool { return count[keys[i]] > count[keys[j]] })\n```", Tokens: 42, Model: "resp-m"},
+		{Strategy: "gated-reset", Sample: 0, Text: "按次数排序后取前十行：先统计，再排序，最后打印。🙂", Tokens: 30, Model: "resp-m"},
+		{Strategy: "ao", Failed: "parsing model answer (3 tries): empty reply"},
+	}
+	verdicts := []inspect.Verdict{
+		{Pair: "gated-reset:fc", A: "gated-reset", B: "fc", Dimension: "quality", Outcome: "gated-reset", Calls: []inspect.Call{
+			{First: "gated-reset", Winner: "gated-reset", Justification: "It keeps the blank-line rule the user set in turn 2 and prints exactly ten lines."},
+			{First: "fc", Winner: "gated-reset", Justification: "回答保留了第二轮的要求。"},
+		}},
+		{Pair: "gated-reset:fc", A: "gated-reset", B: "fc", Dimension: "on_topic", Outcome: "tie", Calls: []inspect.Call{
+			{First: "gated-reset", Winner: "tie"}, {First: "fc", Winner: "fc", Justification: "Both stay on the thread."},
+		}},
+		{Pair: "ao:fc", A: "ao", B: "fc", Dimension: "quality", Outcome: "tie", Identical: true},
+		{Pair: "fc:de", Failed: "parsing model answer (3 tries): unknown outcome \"draw\""},
+	}
+	var b bytes.Buffer
+	for _, width := range []int{100, 50} {
+		if err := inspect.RenderAnswers(&b, answers, width); err != nil {
+			t.Fatal(err)
+		}
+		if err := inspect.RenderVerdicts(&b, verdicts, width); err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(b.String(), "\n") {
+			if n := cells(line); n > 100 {
+				t.Errorf("line %d is %d cells wide: %q", i+1, n, line)
+			}
+		}
+	}
+	golden(t, "render_judged", b.Bytes())
 }

@@ -26,9 +26,12 @@ const FNRole = "fn_check"
 const fnVersion = "lic-fncheck/v1"
 
 // fnPrompt asks whether the user's messages, taken together, still carry
-// the task. It is ours; the paper's Prompt 7 asks the same question.
-const fnPrompt = `You check a simulated conversation for lost information. A task was split into pieces and a simulated user passed them to an assistant over several messages, in their own words. You get the original, fully specified task and the user's messages.
-Decide whether the user's messages, taken together, give enough information to solve the original task exactly as specified: every quantity, name, condition and required output must be stated or clearly implied, and nothing may be changed or contradicted. Wording, order and casual style do not matter. Flag only clear losses or distortions; when in doubt, count the messages as sufficient.
+// the task. It is ours; the paper's Prompt 7 asks the same question and,
+// as here, shows the checker the task's system message (the schema or
+// the functions) and the reference answer, so that it can tell a detail
+// the answer depends on from one it does not.
+const fnPrompt = `You check a simulated conversation for lost information. A task was split into pieces and a simulated user passed them to an assistant over several messages, in their own words. You get the original, fully specified task, the system message the assistant saw (it may hold a database schema or function definitions), the reference answer when there is one, and the user's messages.
+Decide whether the user's messages, taken together with the system message, give enough information to reach the reference answer of the original task exactly as specified: every quantity, name, condition and required output the answer depends on must be stated or clearly implied, and nothing may be changed or contradicted. Wording, order and casual style do not matter. The reference answer is there to show what matters; do not judge whether the assistant found it. Flag only clear losses or distortions; when in doubt, count the messages as sufficient.
 Answer with a JSON object: {"sufficient": true or false, "reason": "one sentence"}.`
 
 // FNCheck is the false-negative pre-filter: once per instance, on the
@@ -167,11 +170,20 @@ func (f *FNCheck) check(ctx context.Context, t pipeline.Task, trs []Trajectory, 
 	return v, u, nil
 }
 
-// fnInput lays out the original task and the user's messages of trace.
+// fnInput lays out the original task, the system message and reference
+// answer of trace, and its user's messages.
 func fnInput(in *grade.Instance, trace *Trajectory) string {
 	var b strings.Builder
 	b.WriteString("Original task:\n")
 	b.WriteString(Original(in, trace.Shards))
+	if sys := strings.TrimSpace(trace.System); sys != "" {
+		b.WriteString("\n\nThe assistant's system message:\n")
+		b.WriteString(sys)
+	}
+	if ref := Reference(in); ref != "" {
+		b.WriteString("\n\nReference answer:\n")
+		b.WriteString(ref)
+	}
 	b.WriteString("\n\nThe user's messages:\n")
 	k := 0
 	for _, m := range trace.Messages {
@@ -181,6 +193,27 @@ func fnInput(in *grade.Instance, trace *Trajectory) string {
 		}
 	}
 	return b.String()
+}
+
+// Reference is the answer an instance is graded against, as text: the
+// final number of a math solution's reference, the reference query, the
+// expected calls; "" for code, whose reference is its tests.
+func Reference(in *grade.Instance) string {
+	if in == nil {
+		return ""
+	}
+	switch in.Task {
+	case grade.TaskMath:
+		if n, ok := grade.GSM8KAnswer(in.Answer); ok {
+			return n.Text
+		}
+		return strings.TrimSpace(in.Answer)
+	case grade.TaskDatabase:
+		return strings.TrimSpace(in.ReferenceSQL)
+	case grade.TaskActions:
+		return strings.TrimSpace(string(in.ReferenceAnswer))
+	}
+	return ""
 }
 
 // Original is the fully specified task of an instance: its single-turn

@@ -17,9 +17,12 @@ type Trajectory struct {
 	Mode      string         `json:"mode"`
 	System    string         `json:"system"`
 	Messages  []conv.Message `json:"messages"`
-	// Shards are the shards as written, in the order they were revealed
-	// (the false-negative check compares the user's messages with them).
-	Shards   []string      `json:"shards,omitempty"`
+	// Shards are the shards as written, in the record's order (the
+	// false-negative check compares the user's messages with them).
+	Shards []string `json:"shards,omitempty"`
+	// Revealed says, in ModeLiC, which shard each user message gave
+	// (1-based, 0 for none); the other modes give shard k at turn k.
+	Revealed []int         `json:"revealed,omitempty"`
 	Model    string        `json:"model,omitempty"`
 	Endpoint string        `json:"endpoint,omitempty"`
 	Grade    *grade.Result `json:"grade,omitempty"`

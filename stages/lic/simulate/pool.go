@@ -38,8 +38,38 @@ type Pool struct {
 	// Check, when set, is the false-negative check's stage; instances it
 	// flagged leave the pool (after the ranking, as in the paper).
 	Check *FNCheck
+	// Traces says which of a kept instance's trajectories are replayed:
+	// TracesOne (also "") or TracesAll.
+	Traces string
 
 	keep map[int64]bool // seqs MaxPerTask keeps, from Rank
+}
+
+// Which trajectories of a pooled instance are replayed.
+const (
+	// TracesOne replays one saved baseline trace per instance, as the
+	// paper does (App. B.1): the first that failed, the one the
+	// false-negative check reads, else (an instance the baseline never
+	// failed, in an unselected pool) the first. Every answer of an arm is
+	// then one instance's, and the instance is the unit of the statistics.
+	TracesOne = "one"
+	// TracesAll replays every replicate trajectory, passes included. Not
+	// the paper's: the passes raise the full-context baseline, and the
+	// answers of one instance's trajectories are correlated.
+	TracesAll = "all"
+)
+
+// Replayed returns the trajectories of trs the pool replays.
+func (p *Pool) Replayed(trs []Trajectory) []Trajectory {
+	if p.Traces == TracesAll || len(trs) == 0 {
+		return trs
+	}
+	for i := range trs {
+		if trs[i].Failed() {
+			return trs[i : i+1]
+		}
+	}
+	return trs[:1]
 }
 
 // Selected reports whether instance seq with these trajectories is in the
@@ -164,7 +194,7 @@ func Trajectories(units UnitReader, s *Stage, pool *Pool) pipeline.Visit {
 				return nil
 			}
 		}
-		for _, tr := range trs {
+		for _, tr := range pool.Replayed(trs) {
 			c := &conv.Conversation{
 				ID: TrajectoryID(st.Conv.ID, tr.Replicate), Source: st.Conv.Source, Format: Format,
 				System: tr.System, Messages: tr.Messages, Language: st.Conv.Language, Meta: st.Conv.Meta,

@@ -38,6 +38,8 @@ type (
 	}
 	fnData struct {
 		Task     string
+		System   string // the system message of the trace (schema, functions)
+		Answer   string // the reference answer (Reference); "" for code
 		Messages []string
 	}
 )
@@ -122,7 +124,7 @@ func (p Prompts) fnMessages(in *grade.Instance, trace *Trajectory) ([]conv.Messa
 			users = append(users, m.Content)
 		}
 	}
-	return p.FNCheck.RenderAnswer(fnData{Task: Original(in, trace.Shards), Messages: users}, fnContract)
+	return p.FNCheck.RenderAnswer(fnData{Task: Original(in, trace.Shards), System: trace.System, Answer: Reference(in), Messages: users}, fnContract)
 }
 
 // fnVersion is the check's prompt in its variant version.

@@ -74,8 +74,11 @@ func New(client *llm.Client, opts Options) (*Stage, error) {
 		opts.Replicates = 1
 	}
 	opts.Mode = cmp.Or(opts.Mode, ModeModel)
-	if opts.Mode != ModeModel && opts.Mode != ModeVerbatim {
-		return nil, fmt.Errorf("building %s: mode %q: want %s or %s", StageName, opts.Mode, ModeModel, ModeVerbatim)
+	if opts.Mode != ModeModel && opts.Mode != ModeVerbatim && opts.Mode != ModeLiC {
+		return nil, fmt.Errorf("building %s: mode %q: want %s, %s or %s", StageName, opts.Mode, ModeLiC, ModeModel, ModeVerbatim)
+	}
+	if opts.Mode == ModeLiC && opts.Prompts.UserSim != nil {
+		return nil, fmt.Errorf("building %s: mode %s chooses the shards with ac3's own user simulator prompt; a user_sim template is for mode %s", StageName, ModeLiC, ModeModel)
 	}
 	opts.UserRole = cmp.Or(opts.UserRole, UserRole)
 	opts.Respondent = cmp.Or(opts.Respondent, RespondentRole)
@@ -89,8 +92,13 @@ func New(client *llm.Client, opts Options) (*Stage, error) {
 	}
 	s := &Stage{client: client, opts: opts}
 	user := "none"
-	if opts.Mode == ModeModel {
+	switch opts.Mode {
+	case ModeModel:
 		user = opts.UserRole + "/" + opts.UserSettings
+	case ModeLiC:
+		// Its own prompt, kept out of promptsVersion so that adding it did
+		// not make the other modes' trajectories pending again.
+		user = opts.UserRole + "/" + opts.UserSettings + "/" + promptHash(licUserPrompt)
 	}
 	g := "none"
 	if opts.Grader != nil {
@@ -133,7 +141,7 @@ func (s *Stage) Scope() ledger.Scope { return ledger.MustOrigins(ledger.OriginSo
 
 // ModelWindow implements pipeline.ModelStage.
 func (s *Stage) ModelWindow() int {
-	if s.opts.Mode == ModeModel {
+	if s.opts.Mode == ModeModel || s.opts.Mode == ModeLiC {
 		return pipeline.DefaultWindow(s.client, s.opts.Respondent, s.opts.UserRole)
 	}
 	return pipeline.DefaultWindow(s.client, s.opts.Respondent)
@@ -218,19 +226,58 @@ func (s *Stage) simulate(ctx context.Context, t pipeline.Task, in *grade.Instanc
 		if !unit {
 			return u, err
 		}
-		u.Failed, u.Error, u.Raw = true, fmt.Sprintf("%s: %v", what, err), raw
+		u.Failed, u.Error, u.Raw = true, err.Error(), raw
+		if what != "" {
+			u.Error = what + ": " + u.Error
+		}
 		return u, nil
 	}
-	turn := 0
-	for _, m := range t.Conv.Messages {
-		if m.Role != conv.User {
-			continue
+	answer := func(turn int) error {
+		msgs := append([]conv.Message{{Role: conv.System, Content: tr.System}}, tr.Messages...)
+		req := llm.Request{Role: s.opts.Respondent, Stage: StageName, Messages: msgs, SampleIndex: sampleBase + r - 1, Reroll: reroll}
+		out, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, nonEmpty)
+		if err != nil {
+			return fmt.Errorf("answer to turn %d: %w", turn, err)
 		}
+		tr.Model, tr.Endpoint = resp.Model, resp.Endpoint
+		u.Tokens += int64(resp.Usage.Completion)
+		tr.Messages = append(tr.Messages, conv.Message{Role: conv.Assistant, Content: out})
+		return nil
+	}
+	check := func(answer string) (*grade.Result, error) {
+		g, err := s.opts.Grader.Grade(ctx, in, answer)
+		if errors.Is(err, grade.ErrBadInstance) {
+			g, err = grade.Result{Task: in.Task, Status: grade.NotGraded, Reason: err.Error()}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("grading the baseline of %s: %w", in.TaskID, err)
+		}
+		return &g, nil
+	}
+	for _, m := range t.Conv.Messages {
+		if m.Role == conv.User {
+			tr.Shards = append(tr.Shards, m.Content)
+		}
+	}
+	if s.opts.Mode == ModeLiC && len(tr.Shards) > 0 {
+		grader := check
+		if s.opts.Grader == nil {
+			grader = nil
+		}
+		why, err := s.playLiC(ctx, tr, r, reroll, answer, grader)
+		switch {
+		case err != nil:
+			return fail("", err)
+		case why != "":
+			u.Failed, u.Error = true, why
+		}
+		return u, nil
+	}
+	for turn, shard := range tr.Shards {
 		turn++
-		tr.Shards = append(tr.Shards, m.Content)
-		text := m.Content
+		text := shard
 		if s.opts.Mode == ModeModel && turn > 1 {
-			msgs, err := s.opts.Prompts.userSim(tr.Messages, m.Content)
+			msgs, err := s.opts.Prompts.userSim(tr.Messages, shard)
 			if err != nil {
 				return u, fmt.Errorf("simulating %s: %w", in.TaskID, err)
 			}
@@ -242,26 +289,17 @@ func (s *Stage) simulate(ctx context.Context, t pipeline.Task, in *grade.Instanc
 			text = strings.TrimSpace(out)
 		}
 		tr.Messages = append(tr.Messages, conv.Message{Role: conv.User, Content: text})
-		msgs := append([]conv.Message{{Role: conv.System, Content: tr.System}}, tr.Messages...)
-		req := llm.Request{Role: s.opts.Respondent, Stage: StageName, Messages: msgs, SampleIndex: sampleBase + r - 1, Reroll: reroll}
-		out, resp, err := llm.CallParsed(ctx, s.client, req, s.opts.Retries, nonEmpty)
-		if err != nil {
-			return fail(fmt.Sprintf("answer to turn %d", turn), err)
+		if err := answer(turn); err != nil {
+			return fail("", err)
 		}
-		tr.Model, tr.Endpoint = resp.Model, resp.Endpoint
-		u.Tokens += int64(resp.Usage.Completion)
-		tr.Messages = append(tr.Messages, conv.Message{Role: conv.Assistant, Content: out})
 	}
 	if s.opts.Grader == nil || len(tr.Messages) == 0 {
 		return u, nil
 	}
-	g, err := s.opts.Grader.Grade(ctx, in, tr.Messages[len(tr.Messages)-1].Content)
-	if errors.Is(err, grade.ErrBadInstance) {
-		g, err = grade.Result{Task: in.Task, Status: grade.NotGraded, Reason: err.Error()}, nil
-	}
+	g, err := check(tr.Messages[len(tr.Messages)-1].Content)
 	if err != nil {
-		return u, fmt.Errorf("grading the baseline of %s: %w", in.TaskID, err)
+		return u, err
 	}
-	tr.Grade = &g
+	tr.Grade = g
 	return u, nil
 }

@@ -121,6 +121,14 @@ func TestSimulateGradeCheckDerive(t *testing.T) {
 		return llmtest.Reply{Content: "so, " + piece}
 	}})
 	srv.Add(llmtest.Rule{SystemContains: "You check a simulated conversation", Func: func(r llmtest.ChatRequest) llmtest.Reply {
+		// The checker sees what the paper's Prompt 7 shows: the task's
+		// system message and the reference answer, besides the task and
+		// the user's messages.
+		for _, want := range []string{"Original task:\n", "The assistant's system message:\n", "Reference answer:\n", "The user's messages:\n(1) "} {
+			if !strings.Contains(r.Last(), want) {
+				t.Errorf("the check's request lacks %q:\n%s", want, r.Last())
+			}
+		}
 		if strings.Contains(r.Last(), flagged) {
 			return llmtest.Reply{Content: `{"sufficient": false, "reason": "a number changed"}`}
 		}
@@ -237,7 +245,9 @@ func TestSimulateGradeCheckDerive(t *testing.T) {
 		t.Errorf("the cap kept %v, want %v", kept, []string{convs[1].ID, convs[2].ID})
 	}
 
-	pool := &simulate.Pool{MinFailures: 2, Check: check}
+	// Every trace of each kept instance (TracesAll); the paper's one trace
+	// is TestPoolReplaysOneTrace's.
+	pool := &simulate.Pool{MinFailures: 2, Check: check, Traces: simulate.TracesAll}
 	ds, err := pipeline.Derive(ctx, l, simulate.Origin, ledger.MustOrigins(ledger.OriginSource), simulate.Trajectories(l, sim, pool), pipeline.DeriveOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -329,5 +339,118 @@ func TestRejectedAnswerFailsTheReplicateOnly(t *testing.T) {
 	}
 	if _, err := simulate.Stored(ctx, l, sim.Variants(), convs[0].ID); err == nil {
 		t.Error("Stored read a failed trajectory")
+	}
+}
+
+// TestPoolReplaysOneTrace: the paper replays one saved baseline trace per
+// instance, the first that failed (the one the false-negative check reads);
+// an instance the baseline never failed keeps its first; TracesAll keeps
+// every one.
+func TestPoolReplaysOneTrace(t *testing.T) {
+	tr := func(r int, status grade.Status) simulate.Trajectory {
+		return simulate.Trajectory{Replicate: r, Grade: &grade.Result{Status: status}}
+	}
+	reps := func(trs []simulate.Trajectory) []int {
+		var out []int
+		for _, t := range trs {
+			out = append(out, t.Replicate)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		traces string
+		trs    []simulate.Trajectory
+		want   []int
+	}{
+		{"first failing", simulate.TracesOne, []simulate.Trajectory{tr(1, grade.Pass), tr(2, grade.Fail), tr(3, grade.Fail)}, []int{2}},
+		{"default is one", "", []simulate.Trajectory{tr(1, grade.Fail), tr(2, grade.Fail)}, []int{1}},
+		{"never failed", simulate.TracesOne, []simulate.Trajectory{tr(1, grade.Pass), tr(2, grade.Pass)}, []int{1}},
+		{"all", simulate.TracesAll, []simulate.Trajectory{tr(1, grade.Pass), tr(2, grade.Fail)}, []int{1, 2}},
+		{"none", simulate.TracesOne, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &simulate.Pool{Traces: tc.traces}
+			if got := reps(p.Replayed(tc.trs)); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("replayed replicates %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLiCModeChoosesShards: in mode lic the simulator chooses which piece
+// to give (here: none at first, then the last one left, down to piece 2),
+// every piece is given once, and a conversation ends at its first correct
+// answer, as LiC's simulator plays it.
+func TestLiCModeChoosesShards(t *testing.T) {
+	ctx := context.Background()
+	convs := loadSample(t, grade.TaskMath)
+	l := openRun(t, convs)
+	right := convs[0].Messages[0].Content // answered right from the third user message on
+	users := func(r llmtest.ChatRequest, from string) int {
+		_, after, _ := strings.Cut(r.Last(), from)
+		return strings.Count(after, "[user]")
+	}
+	srv := llmtest.New(t, llmtest.Options{})
+	srv.Add(llmtest.Rule{SystemContains: "numbered pieces", Func: func(r llmtest.ChatRequest) llmtest.Reply {
+		if users(r, "Conversation so far:") == 1 {
+			return llmtest.Reply{Content: `{"message": "dunno, does it matter", "piece": 0}`}
+		}
+		_, left, _ := strings.Cut(r.Last(), "Pieces you have not given yet:\n")
+		var last string
+		for _, line := range strings.Split(strings.TrimSpace(left), "\n") {
+			last = line
+		}
+		var n int
+		fmt.Sscanf(last, "(%d)", &n)
+		return llmtest.Reply{Content: fmt.Sprintf(`{"message": "also piece %d", "piece": %d}`, n, n)}
+	}})
+	srv.Add(llmtest.Rule{SystemContains: "grade-school math", Func: func(r llmtest.ChatRequest) llmtest.Reply {
+		n := 0
+		for _, m := range r.Messages {
+			if m.Role == "user" {
+				n++
+			}
+		}
+		if firstUser(r) == right && n >= 3 {
+			return llmtest.Reply{Content: grade.AnswerPrefix + " " + reference(t, convs, right)}
+		}
+		return llmtest.Reply{Content: grade.AnswerPrefix + " -1"}
+	}})
+	sim, err := simulate.New(client(t, srv), simulate.Options{Mode: simulate.ModeLiC, Grader: grade.New(grade.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := pipeline.Run(ctx, l, sim, pipeline.Options{}); err != nil || sum.Done != int64(len(convs)) || sum.Failed != 0 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	for _, cv := range convs {
+		trs, err := simulate.Stored(ctx, l, sim.Variants(), cv.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, k := trs[0], cv.UserTurns()
+		want := []int{1, 0}
+		for p := k; p >= 2; p-- {
+			want = append(want, p)
+		}
+		if cv.Messages[0].Content == right {
+			want = want[:3] // right at the third message: the conversation ends there
+			if tr.Grade == nil || tr.Grade.Status != grade.Pass {
+				t.Errorf("%s: grade %+v, want pass", cv.ID, tr.Grade)
+			}
+		} else if !tr.Failed() {
+			t.Errorf("%s: grade %+v, want fail", cv.ID, tr.Grade)
+		}
+		if fmt.Sprint(tr.Revealed) != fmt.Sprint(want) || len(tr.Messages) != 2*len(want) || len(tr.Shards) != k {
+			t.Errorf("%s: revealed %v in %d messages (%d shards), want %v", cv.ID, tr.Revealed, len(tr.Messages), len(tr.Shards), want)
+		}
+		if tr.Messages[0].Content != cv.Messages[0].Content || tr.Messages[2].Content != "dunno, does it matter" {
+			t.Errorf("%s: user turns %q, %q", cv.ID, tr.Messages[0].Content, tr.Messages[2].Content)
+		}
+	}
+	// A user_sim template is for mode model; mode lic refuses it.
+	if _, err := simulate.New(client(t, srv), simulate.Options{Mode: simulate.ModeLiC, Prompts: simulate.Prompts{UserSim: parsed(t, "user_sim", "Say: {{.Piece}}")}}); err == nil {
+		t.Error("mode lic accepted a user_sim template")
 	}
 }
