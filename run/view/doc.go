@@ -48,7 +48,7 @@
 //	                        user-turn count
 //	origin=O                source (ingested) or the step that derived it
 //	type=T                  some user turn classified T (new_ask, feedback,
-//	                        no_feedback)
+//	                        no_feedback); with done=STAGE&turn=N, turn N
 //	pollution=C             some dataset reply polluted, in category C (any:
 //	                        any category)
 //	constraints=1|0         has / has no session constraint
@@ -58,10 +58,13 @@
 //	                        lic_result=pass|fail its baseline's grade
 //	compint=retained|lost   a CompInt instance whose constraint was kept in
 //	                        (or lost from) some strategy's context
+//	                        (strategy=S: that strategy's)
 //	done=STAGE              has done units of STAGE; narrowed by
 //	                        strategy=S (the stage's variant S), turn=N (at
 //	                        user turn N) and, for curate, gate=open|closed
-//	failed=STAGE            has failed units of STAGE (any: of any stage)
+//	failed=STAGE            has failed units of STAGE (any: of any stage);
+//	                        variant=V narrows it to the stage's variant V
+//	pending=STAGE           no unit of STAGE recorded yet (variant=V: of V)
 //	q=TEXT                  TEXT occurs in a user turn (case-insensitive)
 //
 // # Paging

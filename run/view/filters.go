@@ -21,7 +21,7 @@ import (
 // filterKeys are the parameters of /conversations that select, in the
 // order the filter bar shows them (see the package doc).
 func filterKeys() []string {
-	return []string{"source", "lang", "turns", "turns_min", "turns_max", "origin", "type", "pollution", "constraints", "pair", "verdict", "dim", "lic", "lic_result", "compint", "done", "strategy", "turn", "gate", "failed", "variant", "q"}
+	return []string{"source", "lang", "turns", "turns_min", "turns_max", "origin", "type", "pollution", "constraints", "pair", "verdict", "dim", "lic", "lic_result", "compint", "done", "strategy", "turn", "gate", "failed", "pending", "variant", "q"}
 }
 
 // filter is a parsed /conversations query.
@@ -97,7 +97,14 @@ func parseFilter(ctx context.Context, l *ledger.Ledger, q url.Values) (filter, e
 		if !slices.Contains(classify.Types(), t) && t != classify.Unknown {
 			return f, fmt.Errorf("type: %q is not a turn type (%s)", t, strings.Join(classify.Types(), ", "))
 		}
-		add(ledger.UnitMatch{Stage: classify.StageName, Variants: plans[classify.StageName], Status: ledger.Done, JSON: []ledger.JSONCond{{Path: "$.type", Op: "=", Value: t}}})
+		m := ledger.UnitMatch{Stage: classify.StageName, Variants: plans[classify.StageName], Status: ledger.Done, JSON: []ledger.JSONCond{{Path: "$.type", Op: "=", Value: t}}}
+		// With a turn (done=STAGE&turn=N) the type is that turn's, so
+		// "turn 3 was feedback and gated-reset reset there" means the same
+		// turn; a bad turn is refused below.
+		if n, err := strconv.Atoi(get("turn")); err == nil && n > 0 && get("done") != "" {
+			m.Turn = n
+		}
+		add(m)
 	}
 	if c := get("pollution"); c != "" {
 		m := ledger.UnitMatch{Stage: pollution.StageName, Variants: datasetVariants(plans[pollution.StageName]), Status: ledger.Done, JSON: []ledger.JSONCond{{Path: "$.present", Op: "=", Value: 1}}}
@@ -200,6 +207,20 @@ func parseFilter(ctx context.Context, l *ledger.Ledger, q url.Values) (filter, e
 		add(m)
 	} else if (get("strategy") != "" && get("compint") == "") || get("gate") != "" || get("turn") != "" {
 		return f, fmt.Errorf("strategy, turn and gate narrow a stage: name it with done=STAGE")
+	}
+	if s := get("pending"); s != "" {
+		// A task not yet recorded has no units: pending in the variant
+		// named (each variant has tasks of its own), or in every one.
+		m := ledger.UnitMatch{Stage: s, Variants: plans[s], Absent: true}
+		if v := get("variant"); v != "" {
+			if m.Variants = named(plans[s], v); len(m.Variants) == 0 {
+				return f, fmt.Errorf("variant: stage %s has no variant %q", s, v)
+			}
+		}
+		if len(m.Variants) == 0 {
+			return f, fmt.Errorf("pending: no stage %q is planned in this run", s)
+		}
+		add(m)
 	}
 	if s := get("failed"); s != "" {
 		m := ledger.UnitMatch{Stage: s, Status: ledger.Failed}

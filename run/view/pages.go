@@ -106,6 +106,7 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request) {
 		row := stageRow{StageStatus: s}
 		row.DoneLink = "/conversations?" + url.Values{"done": {s.Stage}}.Encode()
 		row.FailedLink = "/conversations?" + url.Values{"failed": {s.Stage}}.Encode()
+		row.PendingLink = "/conversations?" + url.Values{"pending": {s.Stage}, "variant": {s.Variant}}.Encode()
 		d.Stages = append(d.Stages, row)
 	}
 	// Reading the status costs about what 'ac3 status' does, which grows

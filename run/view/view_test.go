@@ -201,8 +201,30 @@ func TestFiltersCombineAndPageByKeyset(t *testing.T) {
 	if pages < 2 {
 		t.Errorf("%d page(s) for %d rows of 3", pages, len(got))
 	}
-	// The language filter narrows the same list further.
+	// With a turn, the type is that turn's: turn 3 a new ask and curated
+	// there, read conversation by conversation.
 	h.pageSize = 1000
+	var want2 []string
+	for _, s := range all {
+		us, err := l.ConversationUnits(ctx, classify.StageName, s.Conv.ID, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range us {
+			if lb, err := classify.Decode(u.Output); u.Status == ledger.Done && err == nil && u.Turn == 3 && lb.Type == "new_ask" {
+				want2 = append(want2, s.Conv.ID)
+				break
+			}
+		}
+	}
+	got2, _ := listed(t, get(t, srv, "/conversations?type=new_ask&done=curate&strategy=fc&turn=3", http.StatusOK))
+	if len(want2) == 0 || !slices.Equal(got2, want2) {
+		t.Errorf("turn 3 a new ask, curated there:\n got %v\nwant %v", got2, want2)
+	}
+	if anyTurn, _ := listed(t, get(t, srv, "/conversations?type=new_ask&turns_min=3", http.StatusOK)); len(anyTurn) <= len(want2) {
+		t.Errorf("a new ask at any turn lists %d, at turn 3 %d: the test does not tell them apart", len(anyTurn), len(want2))
+	}
+	// The language filter narrows the same list further.
 	ids, _ := listed(t, get(t, srv, "/conversations?type=feedback&turns_min=3&lang=nosuchlanguage", http.StatusOK))
 	if len(ids) != 0 {
 		t.Errorf("a language no conversation has lists %v", ids)
@@ -249,6 +271,19 @@ func TestJudgeAndStageFilters(t *testing.T) {
 		t.Errorf("failed=respond&variant=fc lists %v, want none", fc)
 	}
 	get(t, srv, "/conversations?failed=respond&variant=nope", http.StatusBadRequest)
+	// Pending in respond/fc: the conversations with no fc answer yet, none
+	// of those that have one.
+	doneFC, _ := listed(t, get(t, srv, "/conversations?done=respond&strategy=fc", http.StatusOK))
+	pendingFC, _ := listed(t, get(t, srv, "/conversations?pending=respond&variant=fc", http.StatusOK))
+	if len(doneFC) == 0 || len(pendingFC) == 0 {
+		t.Errorf("respond/fc: %d done, %d pending; the fixture has both", len(doneFC), len(pendingFC))
+	}
+	for _, c := range pendingFC {
+		if slices.Contains(doneFC, c) {
+			t.Errorf("%s is listed as done and as pending in respond/fc", c)
+		}
+	}
+	get(t, srv, "/conversations?pending=respond&variant=nope", http.StatusBadRequest)
 	lostAO, _ := listed(t, get(t, srv, "/conversations?compint=lost&strategy=ao", http.StatusOK))
 	get(t, srv, "/conversations?compint=lost&strategy=fc", http.StatusBadRequest)
 	lost, _ := listed(t, get(t, srv, "/conversations?compint=lost", http.StatusOK))
