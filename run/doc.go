@@ -11,8 +11,10 @@
 // directly. Execute runs the steps in order (ingest, annotate, curate,
 // respond, judge, report, exports), each resuming where an earlier run
 // stopped, and returns a Result saying what each stage did, what failed and
-// whether the run stopped early; the caller decides how to show it and which
-// exit status it means.
+// whether the run stopped early. Finish turns that into the exit status the
+// manual promises (ExitFailed, ExitStopped, ...) and its closing line, and
+// OnSignals keeps the promise on Ctrl-C (stop.go); the command line only
+// maps the status to the process's.
 //
 // Estimate asks each stage of the plan for its forecast
 // (pipeline.Estimator) conversation by conversation, so it needs no more
