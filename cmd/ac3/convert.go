@@ -24,7 +24,11 @@ func convertCommand(e *env) *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			memoryCeiling(e, memgov.Convert)
-			cv := run.Conversion{Files: c.Args().Slice(), Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c), Out: c.String("out")}
+			filter, files, err := filterFrom(c)
+			if err != nil {
+				return err
+			}
+			cv := run.Conversion{Files: files, Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filter, Out: c.String("out")}
 			if c.Bool("show-bad") {
 				cv.OnBad = func(b record.Bad) { fmt.Fprintf(e.stderr, "%s: %s: %s\n", b.Source, b.Reason, b.Detail) }
 			}

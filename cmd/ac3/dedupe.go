@@ -25,20 +25,12 @@ func dedupeFlags() []cli.Flag {
 }
 
 // dedupeArgs reads --dedupe (run.DedupeArgs): its mode ("" when off) and
-// the command's file arguments.
+// the command's file arguments, which gain the first file back when
+// --dedupe was written bare before the files.
 func dedupeArgs(c *cli.Context) (mode string, args []string, err error) {
 	d, _ := c.Generic("dedupe").(*dedupeMode)
 	if d == nil || !c.IsSet("dedupe") {
 		return "", c.Args().Slice(), nil
 	}
 	return run.DedupeArgs(d.raw, c.Args().Slice())
-}
-
-// dedupeFilter sets f's deduplication from the flags.
-func dedupeFilter(c *cli.Context, f *run.Filter) {
-	mode, _, _ := dedupeArgs(c) // an error is reported where the files are read
-	f.Dedupe = mode != ""
-	if mode == run.DedupeNear {
-		f.Near = &run.NearDedupe{Threshold: c.Float64("near-threshold"), ShingleWords: c.Int("near-shingle")}
-	}
 }

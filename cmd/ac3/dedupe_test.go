@@ -206,3 +206,27 @@ func TestNearDedupeSurvivesKills(t *testing.T) {
 		t.Errorf("the near-duplicate pairs differ after kills and resume (%d vs %d bytes)", len(gotDups), len(wantDups))
 	}
 }
+
+// convert reads --dedupe as ingest does: a bad mode is refused, not run
+// as if there were no --dedupe, and a good one is refused for what it is
+// (dedupe needs a run file).
+func TestConvertReadsDedupeAsIngest(t *testing.T) {
+	sample := repoPath("fixtures", "wildchat", "wildchat-1m-sample10.jsonl")
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dedupe=maybe", sample}, `--dedupe "maybe"`},
+		{[]string{"--dedupe", sample}, "needs a run file"},
+		{[]string{"--dedupe", "near", sample}, "needs a run file"},
+	} {
+		_, _, err := runApp(t, append([]string{"convert", "--out", out}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("convert %v: %v; want an error naming %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused convert wrote its output")
+	}
+}

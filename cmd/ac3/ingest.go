@@ -38,16 +38,25 @@ var filterFlagNames = map[string]string{
 	"NearThreshold":    "--near-threshold", "NearShingleWords": "--near-shingle",
 }
 
-func filterFrom(c *cli.Context) run.Filter {
+// filterFrom reads the filter flags and the input files, the one place
+// --dedupe is read (its legacy form moves a file into the file list).
+func filterFrom(c *cli.Context) (run.Filter, []string, error) {
+	mode, files, err := dedupeArgs(c)
+	if err != nil {
+		return run.Filter{}, nil, err
+	}
 	f := run.Filter{
 		Languages: splitList(c.StringSlice("language")), UnknownLanguage: c.String("unknown-language"), IdentifyLanguage: c.String("identify-language"),
 		MinUserTurns: c.Int("min-turns"), MaxUserTurns: c.Int("max-turns"),
 		Domains:   splitList(c.StringSlice("domain")),
 		DropToxic: c.Bool("drop-toxic"), DropRedacted: c.Bool("drop-redacted"),
 		MaxMessageBytes: c.Int("max-message-bytes"),
+		Dedupe:          mode != "",
 	}
-	dedupeFilter(c, &f)
-	return f
+	if mode == run.DedupeNear {
+		f.Near = &run.NearDedupe{Threshold: c.Float64("near-threshold"), ShingleWords: c.Int("near-shingle")}
+	}
+	return f, files, nil
 }
 
 func ingestCommand(e *env) *cli.Command {
@@ -59,12 +68,12 @@ func ingestCommand(e *env) *cli.Command {
 		Flags:       append(append([]cli.Flag{dbFlag()}, filterFlags()...), shardFlags()...),
 		Action: func(c *cli.Context) error {
 			memoryCeiling(e, memgov.Ingest)
-			_, files, err := dedupeArgs(c)
+			filter, files, err := filterFrom(c)
 			if err != nil {
 				return err
 			}
 			plan := run.Plan{DB: c.String("db"), Ingest: &run.Ingest{
-				Files: files, Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filterFrom(c),
+				Files: files, Format: c.String("format"), MaxLineBytes: c.Int("max-line-bytes"), Filter: filter,
 			}}
 			return run.FilterError(execute(c, e, plan, runOptions(e)), filterFlagNames)
 		},
