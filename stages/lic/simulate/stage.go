@@ -244,15 +244,18 @@ func (s *Stage) simulate(ctx context.Context, t pipeline.Task, in *grade.Instanc
 		tr.Messages = append(tr.Messages, conv.Message{Role: conv.Assistant, Content: out})
 		return nil
 	}
-	check := func(answer string) (*grade.Result, error) {
-		g, err := s.opts.Grader.Grade(ctx, in, answer)
-		if errors.Is(err, grade.ErrBadInstance) {
-			g, err = grade.Result{Task: in.Task, Status: grade.NotGraded, Reason: err.Error()}, nil
+	var check func(answer string) (*grade.Result, error) // nil: no grader
+	if s.opts.Grader != nil {
+		check = func(answer string) (*grade.Result, error) {
+			g, err := s.opts.Grader.Grade(ctx, in, answer)
+			if errors.Is(err, grade.ErrBadInstance) {
+				g, err = grade.Result{Task: in.Task, Status: grade.NotGraded, Reason: err.Error()}, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("grading the baseline of %s: %w", in.TaskID, err)
+			}
+			return &g, nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("grading the baseline of %s: %w", in.TaskID, err)
-		}
-		return &g, nil
 	}
 	for _, m := range t.Conv.Messages {
 		if m.Role == conv.User {
@@ -260,11 +263,7 @@ func (s *Stage) simulate(ctx context.Context, t pipeline.Task, in *grade.Instanc
 		}
 	}
 	if s.opts.Mode == ModeLiC && len(tr.Shards) > 0 {
-		grader := check
-		if s.opts.Grader == nil {
-			grader = nil
-		}
-		why, err := s.playLiC(ctx, tr, r, reroll, answer, grader)
+		why, err := s.playLiC(ctx, tr, r, reroll, answer, check)
 		switch {
 		case err != nil:
 			return fail("", err)
@@ -293,7 +292,7 @@ func (s *Stage) simulate(ctx context.Context, t pipeline.Task, in *grade.Instanc
 			return fail("", err)
 		}
 	}
-	if s.opts.Grader == nil || len(tr.Messages) == 0 {
+	if check == nil || len(tr.Messages) == 0 {
 		return u, nil
 	}
 	g, err := check(tr.Messages[len(tr.Messages)-1].Content)
