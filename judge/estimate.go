@@ -92,10 +92,7 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 			// The prompt's beginning, for the prompt-cache estimate: the
 			// system message and the history, message by message, which
 			// every call of this turn and the next turns' share.
-			head := []pipeline.Segment{{Key: pipeline.KeyOf(StageName, s.tmpl.Version(), s.opts.Context), Tokens: systemTokens}}
-			for _, m := range history {
-				head = append(head, pipeline.Segment{Key: pipeline.KeyOf(string(m.Role), m.Content), Tokens: 4 + f.Count(m.Content)})
-			}
+			head := append([]pipeline.Segment{{Key: pipeline.KeyOf(StageName, s.tmpl.Version(), s.opts.Context), Tokens: systemTokens}}, f.MessagesPrefix(history)...)
 			for i := range min(len(as), len(bs)) {
 				a, b := as[i], bs[i]
 				if a.key == "" || b.key == "" || a.key == b.key {

@@ -192,16 +192,8 @@ func (l *Ledger) BrowsePage(ctx context.Context, f Browse, after, upto int64, li
 			args = append(args, f.Origin, after, upto)
 		}
 	}
-	byConv := false
-	if len(f.Units) > 0 {
-		var n int
-		if err := l.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'units_by_conversation'`).Scan(&n); err != nil {
-			return nil, fmt.Errorf("browsing conversations: %w", err)
-		}
-		byConv = n > 0
-	}
 	for k, m := range f.Units {
-		q, a, err := m.sql(fmt.Sprintf("u%d", k), byConv)
+		q, a, err := m.sql(fmt.Sprintf("u%d", k), l.hasUnitsByConv)
 		if err != nil {
 			return nil, fmt.Errorf("browsing conversations: %w", err)
 		}

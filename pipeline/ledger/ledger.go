@@ -46,6 +46,10 @@ type Ledger struct {
 	// language_source and its index). False only for an older run opened
 	// read-only, whose languages all came from the input.
 	hasLangSource bool
+	// hasUnitsByConv: the file has migration 0006 (the units_by_conversation
+	// index), which BrowsePage names. False only for an older run opened
+	// read-only.
+	hasUnitsByConv bool
 
 	// spend is the run's model spend, summed from llm_calls once and then
 	// kept current by the recorder, so progress lines can show dollars after
@@ -178,7 +182,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 		for _, m := range []struct {
 			name string
 			has  *bool
-		}{{reasonsMigration, &l.hasReasons}, {originsMigration, &l.hasOrigins}, {shardMigration, &l.hasShard}, {langSourceMigration, &l.hasLangSource}} {
+		}{{reasonsMigration, &l.hasReasons}, {originsMigration, &l.hasOrigins}, {shardMigration, &l.hasShard}, {langSourceMigration, &l.hasLangSource}, {unitsByConvMigration, &l.hasUnitsByConv}} {
 			if err := r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE name = ?", m.name).Scan(&n); err != nil {
 				l.closeDBs()
 				return nil, classify(path, fmt.Errorf("opening run %s: %w", path, err))
@@ -195,7 +199,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
 	}
-	l.hasReasons, l.hasOrigins, l.hasShard, l.hasLangSource = true, true, true, true
+	l.hasReasons, l.hasOrigins, l.hasShard, l.hasLangSource, l.hasUnitsByConv = true, true, true, true, true
 	if err := l.backfillReasons(ctx); err != nil {
 		l.closeDBs()
 		return nil, classify(path, fmt.Errorf("migrating run %s: %w", path, err))
@@ -215,6 +219,9 @@ const originsMigration = "0004_derived.sql"
 
 // shardMigration added the shard table (ShardInfo).
 const shardMigration = "0007_shard.sql"
+
+// unitsByConvMigration adds the units_by_conversation index.
+const unitsByConvMigration = "0006_units_by_conversation.sql"
 
 // langSourceMigration added conversations.language_source (Languages).
 const langSourceMigration = "0010_language_source.sql"

@@ -190,10 +190,13 @@ func fromCompletion(cc *openai.ChatCompletion) Response {
 	}
 	var raw rawAnswer
 	fieldReasoning := ""
-	if json.Unmarshal([]byte(cc.RawJSON()), &raw) == nil {
+	// A raw body that does not decode whole gives nothing: a partly decoded
+	// one must not supply the reasoning.
+	ok := json.Unmarshal([]byte(cc.RawJSON()), &raw) == nil
+	if ok {
 		r.Usage = raw.cachedPrompt(r.Usage)
 	}
-	if len(raw.Choices) > 0 {
+	if ok && len(raw.Choices) > 0 {
 		m := raw.Choices[0].Message
 		fieldReasoning = m.ReasoningContent
 		if s, ok := m.Reasoning.(string); ok && fieldReasoning == "" {

@@ -343,7 +343,13 @@ func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Varian
 	instance := map[int64]string{}
 	for _, s := range sims {
 		last[s.Seq] = s.Conv.UserTurns()
-		instance[s.Seq], _, _ = strings.Cut(s.Conv.ID, "#")
+		// simulate.TrajectoryID appends "#r<n>" to the instance's id, which
+		// may itself hold a '#'.
+		id := s.Conv.ID
+		if i := strings.LastIndex(id, "#"); i >= 0 {
+			id = id[:i]
+		}
+		instance[s.Seq] = id
 	}
 	type answers map[string][]grade.Status // strategy → status by rerun index
 	byConv := map[int64]answers{}

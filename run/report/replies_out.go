@@ -106,22 +106,16 @@ func (r *Report) htmlReplyPollution(b *strings.Builder) {
 		fmt.Fprintf(b, "<th>%s</th>", e(h))
 	}
 	b.WriteString("</tr>\n")
-	for ri, row := range rows {
+	// No links into the view: its pollution filter reads the dataset's own
+	// replies, not these generated ones.
+	for _, row := range rows {
 		b.WriteString("<tr>")
 		for i, c := range row {
-			cls, cell := "", e(c)
+			cls := ""
 			if i > 0 {
 				cls = " class=l"
 			}
-			// A category's row, and the row of any category, open the
-			// conversations polluted so in the view.
-			switch {
-			case i == 0 && ri < len(rows)-4:
-				cell = anchor(r.view.conversations("pollution", c), c)
-			case i == 0 && ri == len(rows)-4:
-				cell = anchor(r.view.conversations("pollution", "any"), c)
-			}
-			fmt.Fprintf(b, "<td%s>%s</td>", cls, cell)
+			fmt.Fprintf(b, "<td%s>%s</td>", cls, e(c))
 		}
 		b.WriteString("</tr>\n")
 	}

@@ -377,6 +377,8 @@ func (h *Handler) conversation(ctx context.Context, s ledger.Stored, focus int, 
 		}
 		if len(got) == 1 {
 			d.ParentLink = convLink(got[0].ID, 0)
+		} else {
+			d.Problems = append(d.Problems, fmt.Sprintf("derived from conversation seq %d, which the run file does not hold", s.Parent))
 		}
 	}
 	return d, nil

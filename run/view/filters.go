@@ -223,7 +223,10 @@ func parseFilter(ctx context.Context, l *ledger.Ledger, q url.Values) (filter, e
 		add(m)
 	}
 	if s := get("failed"); s != "" {
-		m := ledger.UnitMatch{Stage: s, Status: ledger.Failed}
+		// The stage's current plan, as the conversation page shows its
+		// failures: a failed unit of a replaced version is not a failure
+		// of this run's work.
+		m := ledger.UnitMatch{Stage: s, Status: ledger.Failed, Variants: plans[s]}
 		if v := get("variant"); v != "" && s != "any" {
 			if m.Variants = named(plans[s], v); len(m.Variants) == 0 {
 				return f, fmt.Errorf("variant: stage %s has no variant %q", s, v)

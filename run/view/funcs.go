@@ -19,7 +19,6 @@ func funcs() template.FuncMap {
 		"add":  func(a, b int) int { return a + b },
 		"list": func(xs ...string) []string { return xs },
 		"cut":  cut,
-		"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 		"conv": func(id string, turn int) string { return convLink(id, turn) },
 		"ints": func(xs []int) string {
 			s := make([]string, len(xs))

@@ -66,10 +66,9 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request) {
 	// run takes seconds: there they are counted when asked for.
 	var st run.Status
 	var err error
-	if n, cerr := h.l.CountConversations(ctx); cerr == nil && n > largeRun && r.URL.Query().Get("turntypes") == "" {
-		st.Status, err = h.l.Status(ctx)
-	} else {
-		st, err = run.StatusOf(ctx, h.l)
+	st.Status, err = h.l.Status(ctx)
+	if err == nil && (st.Conversations <= largeRun || r.URL.Query().Get("turntypes") != "") {
+		st.TurnTypes, err = run.RunTurnTypes(ctx, h.l)
 	}
 	if err != nil {
 		h.fail(w, r, http.StatusInternalServerError, err)
@@ -169,7 +168,7 @@ func (h *Handler) listPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	rows, next, _, last, err := h.find(ctx, f, after, h.pageSize)
+	rows, next, last, err := h.find(ctx, f, after, h.pageSize)
 	if err != nil {
 		h.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -217,10 +216,10 @@ func cursor(s string) (int64, error) {
 // stops when the page is full, the run ends or the time budget is spent;
 // when the budget ran out, next is the last seq it examined. A text search
 // decodes every candidate, so its windows stay small and memory flat.
-func (h *Handler) find(ctx context.Context, f filter, after int64, limit int) (rows []ledger.Listed, next, looked, last int64, err error) {
+func (h *Handler) find(ctx context.Context, f filter, after int64, limit int) (rows []ledger.Listed, next, last int64, err error) {
 	last, err = h.l.LastSeq(ctx)
 	if err != nil || after >= last {
-		return nil, 0, after, last, err
+		return nil, 0, last, err
 	}
 	win := newWindows(h.budget, 2048, 1<<18)
 	if f.Text != "" {
@@ -235,7 +234,7 @@ func (h *Handler) find(ctx context.Context, f filter, after int64, limit int) (r
 		}
 		got, err := h.l.BrowsePage(ctx, f.Browse, pos, upto, want)
 		if err != nil {
-			return nil, 0, pos, last, err
+			return nil, 0, last, err
 		}
 		for _, s := range got {
 			if f.Text != "" && !userTurnsContain(s.Conv, f.Text) {
@@ -244,9 +243,9 @@ func (h *Handler) find(ctx context.Context, f filter, after int64, limit int) (r
 			rows = append(rows, s)
 			if len(rows) == limit {
 				if s.Seq >= last {
-					return rows, 0, s.Seq, last, nil
+					return rows, 0, last, nil
 				}
-				return rows, s.Seq, s.Seq, last, nil
+				return rows, s.Seq, last, nil
 			}
 		}
 		pos = upto
@@ -255,9 +254,9 @@ func (h *Handler) find(ctx context.Context, f filter, after int64, limit int) (r
 		}
 	}
 	if pos >= last {
-		return rows, 0, pos, last, nil
+		return rows, 0, last, nil
 	}
-	return rows, pos, pos, last, nil
+	return rows, pos, last, nil
 }
 
 func userTurnsContain(c *conv.Conversation, lowered string) bool {
