@@ -184,7 +184,11 @@ func wrap(s string, width int) []string {
 	}
 	var lines []string
 	r := []rune(s)
-	for cells(string(r)) > width {
+	// A rest of more than twice width runes is wrapped without measuring it
+	// whole (once per line, that was quadratic): a rune that shows takes a
+	// cell, so it could fit only if mostly combining marks, and then the
+	// line comes out shorter, never longer.
+	for len(r) > 2*width || cells(string(r)) > width {
 		fit := prefixRunes(r, width)
 		cut := fit
 		for i := fit; i > fit/2; i-- {
