@@ -106,16 +106,23 @@ func (r *Report) htmlReplyPollution(b *strings.Builder) {
 		fmt.Fprintf(b, "<th>%s</th>", e(h))
 	}
 	b.WriteString("</tr>\n")
-	// No links into the view: its pollution filter reads the dataset's own
-	// replies, not these generated ones.
-	for _, row := range rows {
+	// A category's row, and the row of any category, open the conversations
+	// whose generated replies were found polluted so (the rows after them
+	// are totals).
+	for ri, row := range rows {
 		b.WriteString("<tr>")
 		for i, c := range row {
-			cls := ""
+			cls, cell := "", e(c)
 			if i > 0 {
 				cls = " class=l"
 			}
-			fmt.Fprintf(b, "<td%s>%s</td>", cls, e(c))
+			switch {
+			case i == 0 && ri < len(rows)-4:
+				cell = anchor(r.view.conversations("reply_pollution", c), c)
+			case i == 0 && ri == len(rows)-4:
+				cell = anchor(r.view.conversations("reply_pollution", "any"), c)
+			}
+			fmt.Fprintf(b, "<td%s>%s</td>", cls, cell)
 		}
 		b.WriteString("</tr>\n")
 	}

@@ -51,6 +51,8 @@
 //	                        no_feedback); with done=STAGE&turn=N, turn N
 //	pollution=C             some dataset reply polluted, in category C (any:
 //	                        any category)
+//	reply_pollution=C       some generated reply reviewed as polluted, in
+//	                        category C (any: any category)
 //	constraints=1|0         has / has no session constraint
 //	pair=a:b                judged on pair a:b; with verdict=a|b|tie (and
 //	                        dim, default quality) only where that side won

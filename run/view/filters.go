@@ -21,7 +21,7 @@ import (
 // filterKeys are the parameters of /conversations that select, in the
 // order the filter bar shows them (see the package doc).
 func filterKeys() []string {
-	return []string{"source", "lang", "turns", "turns_min", "turns_max", "origin", "type", "pollution", "constraints", "pair", "verdict", "dim", "lic", "lic_result", "compint", "done", "strategy", "turn", "gate", "failed", "pending", "variant", "q"}
+	return []string{"source", "lang", "turns", "turns_min", "turns_max", "origin", "type", "pollution", "reply_pollution", "constraints", "pair", "verdict", "dim", "lic", "lic_result", "compint", "done", "strategy", "turn", "gate", "failed", "pending", "variant", "q"}
 }
 
 // filter is a parsed /conversations query.
@@ -110,6 +110,17 @@ func parseFilter(ctx context.Context, l *ledger.Ledger, q url.Values) (filter, e
 		m := ledger.UnitMatch{Stage: pollution.StageName, Variants: datasetVariants(plans[pollution.StageName]), Status: ledger.Done, JSON: []ledger.JSONCond{{Path: "$.present", Op: "=", Value: 1}}}
 		if c != "any" {
 			m.JSON = append(m.JSON, ledger.JSONCond{Path: "$.category", Op: "=", Value: c})
+		}
+		add(m)
+	}
+	if c := get("reply_pollution"); c != "" {
+		// The review of generated replies stores a label per sample.
+		m := ledger.UnitMatch{Stage: pollution.StageName, Variants: responsesVariants(plans[pollution.StageName]), Status: ledger.Done, Each: "$.samples", JSON: []ledger.JSONCond{{Path: "$.label.present", Op: "=", Value: 1}}}
+		if len(m.Variants) == 0 {
+			return f, fmt.Errorf("reply_pollution: this run reviewed no generated replies")
+		}
+		if c != "any" {
+			m.JSON = append(m.JSON, ledger.JSONCond{Path: "$.label.category", Op: "=", Value: c})
 		}
 		add(m)
 	}
@@ -277,6 +288,18 @@ func named(vs []ledger.Variant, name string) []ledger.Variant {
 
 // datasetVariants are the pollution variants that review the dataset's
 // own replies (not respond's).
+// responsesVariants are the pollution variants that review respond's
+// generated replies.
+func responsesVariants(vs []ledger.Variant) []ledger.Variant {
+	var out []ledger.Variant
+	for _, v := range vs {
+		if _, ok := pollution.RespondVariant(v.Name); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 func datasetVariants(vs []ledger.Variant) []ledger.Variant {
 	var out []ledger.Variant
 	for _, v := range vs {

@@ -119,7 +119,7 @@ func addModelUnits(ctx context.Context, l *ledger.Ledger) error {
 	}
 	rv := []ledger.Variant{{Name: "fc", Version: respVer}, {Name: "ao", Version: respVer}}
 	jv := []ledger.Variant{{Name: pairFA, Version: "judge/test"}}
-	pv := []ledger.Variant{{Name: pollution.VariantDataset, Version: "pollution/test"}}
+	pv := []ledger.Variant{{Name: pollution.VariantDataset, Version: "pollution/test"}, {Name: pollution.ResponsesVariant("fc"), Version: "pollution/test"}}
 	sv := []ledger.Variant{{Name: "baseline", Version: "simulate/test"}}
 	cv := []ledger.Variant{{Name: "ao", Version: "compint/test"}}
 	for stage, vs := range map[string][]ledger.Variant{respond.StageName: rv, judge.StageName: jv, pollution.StageName: pv, simulate.StageName: sv, measure.StageName: cv} {
@@ -182,6 +182,13 @@ func addModelUnits(ctx context.Context, l *ledger.Ledger) error {
 			p := task(pollution.StageName, pv[0])
 			lb, _ := pollution.Label{Present: true, Category: "intent_override", Sources: []string{"1a"}, Confidence: 0.9, Justification: "it kept the first plan", Annotator: "llm"}.Encode()
 			p.Units = append(p.Units, ledger.UnitResult{Turn: 2, Status: ledger.Done, Attempts: 1, Output: lb})
+			results = append(results, p)
+		}
+		if k == 1 && len(turns) > 0 {
+			// fc's generated reply of the first analysed turn, reviewed.
+			p := task(pollution.StageName, pv[1])
+			g, _ := pollution.Generated{Respond: "fc", Strategy: "fc", Samples: []pollution.SampleLabel{{Index: 0, Label: &pollution.Label{Present: true, Category: "code_carryover", Sources: []string{"1a"}, Confidence: 0.8, Justification: "old code came back", Annotator: "llm"}}}}.Encode()
+			p.Units = append(p.Units, ledger.UnitResult{Turn: turns[0], Status: ledger.Done, Attempts: 1, Output: g})
 			results = append(results, p)
 		}
 	}

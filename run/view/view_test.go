@@ -254,6 +254,13 @@ func TestJudgeAndStageFilters(t *testing.T) {
 	if len(failed) != 1 || !slices.Equal(failed, anyFailed) {
 		t.Errorf("failed=respond lists %v, failed=any %v; want the one conversation", failed, anyFailed)
 	}
+	// The review of generated replies is its own filter: fc's reply in one
+	// conversation, not the dataset's.
+	replyPol, _ := listed(t, get(t, srv, "/conversations?reply_pollution=code_carryover", http.StatusOK))
+	replyAny, _ := listed(t, get(t, srv, "/conversations?reply_pollution=any", http.StatusOK))
+	if datasetPol, _ := listed(t, get(t, srv, "/conversations?pollution=code_carryover", http.StatusOK)); len(replyPol) != 1 || !slices.Equal(replyPol, replyAny) || len(datasetPol) != 0 {
+		t.Errorf("reply_pollution=code_carryover lists %v, any %v, dataset pollution=code_carryover %v", replyPol, replyAny, datasetPol)
+	}
 	pol, _ := listed(t, get(t, srv, "/conversations?pollution=intent_override", http.StatusOK))
 	if len(pol) != 1 {
 		t.Errorf("pollution=intent_override lists %v", pol)
