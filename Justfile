@@ -36,7 +36,9 @@ fuzz seconds="5":
 # minutes), the planner and limiter at 1k against 100k conversations (issue
 # 9: calls/s ratio, target >= 0.9), and last every command of a heuristic run
 # at 10k, 100k and 1M conversations with its wall time and peak RSS (issue 9;
-# the 1M step is about an hour on 2 cores; its figures are in the README's
+# the 1M step is about six hours on 2 cores, an hour a pass of its commands,
+# each run once and then in two pairs against --memory-limit off; its
+# figures are in the README's
 # Memory section and its disk needs in BenchmarkScale's doc;
 # `just bench-scale 10000,100000` for less). The e2e config
 # fault-free vs under 30% 429 + 10% 500 runs before the scale table (~2

@@ -18,9 +18,9 @@
 //	stages/     one package per stage: filter, classify, constraints, pollution
 //	            (sharing annotator), analyze, curate (the context strategies;
 //	            curated, memory, policy, tally, inspect beside them), respond,
-//	            lic (simulate, replay, grade), compint (and measure)
+//	            lic (simulate, replay, grade), compint (measure, agreement)
 //	io/         one package per file format (jsonl, parquetio, arrowipc,
-//	            wildchat, sharegpt, openaichat, lic), detect, compress, atomicfile
+//	            wildchat, sharegpt, sharelm, openaichat, lic), detect, compress, atomicfile
 //	pipeline/   the ground every layer stands on: the engine (plan, run, commit,
 //	            stop), conv (the domain types), record, ledger (the run file),
 //	            llm (the model client, batch, llmtest), prompt, tokens, stats,

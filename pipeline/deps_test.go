@@ -21,9 +21,9 @@ var (
 	// model client, prompts, tokens, statistics and the engine's own types.
 	engine = []string{"pipeline", "pipeline/conv", "pipeline/ledger", "pipeline/llm", "pipeline/llm/parse", "pipeline/prompt", "pipeline/stats", "pipeline/tokens"}
 	// stages is every stage package.
-	stages = []string{"stages/analyze", "stages/annotator", "stages/classify", "stages/compint", "stages/compint/measure", "stages/constraints", "stages/curate", "stages/curate/curated", "stages/curate/inspect", "stages/curate/memory", "stages/curate/policy", "stages/curate/tally", "stages/filter", "stages/lic/grade", "stages/lic/replay", "stages/lic/simulate", "stages/pollution", "stages/respond"}
+	stages = []string{"stages/analyze", "stages/annotator", "stages/classify", "stages/compint", "stages/compint/agreement", "stages/compint/measure", "stages/constraints", "stages/curate", "stages/curate/curated", "stages/curate/inspect", "stages/curate/memory", "stages/curate/policy", "stages/curate/tally", "stages/filter", "stages/lic/grade", "stages/lic/replay", "stages/lic/simulate", "stages/pollution", "stages/respond"}
 	// readers and writers of every format.
-	formats = []string{"io/arrowipc", "io/atomicfile", "io/compress", "io/detect", "io/jsonl", "io/lic", "io/openaichat", "io/parquetio", "pipeline/record", "io/sharegpt", "io/wildchat"}
+	formats = []string{"io/arrowipc", "io/atomicfile", "io/compress", "io/detect", "io/jsonl", "io/lic", "io/openaichat", "io/parquetio", "pipeline/record", "io/sharegpt", "io/sharelm", "io/wildchat"}
 )
 
 func with(groups ...any) []string {
@@ -80,11 +80,12 @@ var allowed = map[string][]string{
 	"io/jsonl":      with(domain, "pipeline/record", "io/atomicfile", "io/compress"),
 	"io/wildchat":   with(domain, "pipeline/record", "io/jsonl"),
 	"io/sharegpt":   with(domain, "pipeline/record", "io/jsonl"),
+	"io/sharelm":    with(domain, "pipeline/record", "io/jsonl"),
 	"io/openaichat": with(domain, "pipeline/record", "io/jsonl"),
 	"io/lic":        with(domain, "pipeline/record", "io/jsonl"),
 	"io/parquetio":  with(domain, "pipeline/record", "io/atomicfile"),
 	"io/arrowipc":   with(domain, "pipeline/record", "io/atomicfile", "io/parquetio"),
-	"io/detect":     with("pipeline/record", "io/compress", "io/jsonl", "io/lic", "io/openaichat", "io/sharegpt", "io/wildchat"),
+	"io/detect":     with("pipeline/record", "io/compress", "io/jsonl", "io/lic", "io/openaichat", "io/sharegpt", "io/sharelm", "io/wildchat"),
 	// The engine sizes a model stage's window from the client's limits.
 	"pipeline":        with(domain, "pipeline/ledger", "pipeline/llm"),
 	"pipeline/ingest": with(domain, "pipeline/record", "pipeline/ledger"),
@@ -107,12 +108,16 @@ var allowed = map[string][]string{
 	"stages/compint": with(engine),
 	// measure scores CompInt instances from the contexts curate built.
 	"stages/compint/measure": with(engine, "stages/compint", "stages/curate", "stages/curate/curated"),
-	"stages/lic/grade":       {"pipeline/llm/parse"},
+	// agreement measures the retention judge against people's labels.
+	"stages/compint/agreement": with(engine, "stages/compint"),
+	"stages/lic/grade":         {"pipeline/llm/parse"},
 	// lic/simulate plays the baseline trajectories out and grades them;
 	// lic/replay grades what respond regenerated on them.
 	"stages/lic/simulate": with(engine, "stages/lic/grade"),
-	"stages/lic/replay":   with(engine, "stages/lic/grade", "stages/lic/simulate", "stages/respond"),
-	"stages/curate":       with(engine, "stages/analyze", "stages/curate/curated", "stages/curate/memory", "stages/curate/policy"),
+	// replay's memory arm (lic.memory) curates, answers and learns one
+	// instance at a time, so it drives analyze and curate itself.
+	"stages/lic/replay": with(engine, "stages/lic/grade", "stages/lic/simulate", "stages/respond", "stages/analyze", "stages/curate", "stages/curate/curated", "stages/curate/memory"),
+	"stages/curate":     with(engine, "stages/analyze", "stages/curate/curated", "stages/curate/memory", "stages/curate/policy"),
 	// Below curate: what a curated context is (curated), the AC3 memory
 	// and the adaptive policy; beside it, what reads stored contexts for
 	// the report (tally) and for 'ac3 inspect'. None imports curate.
@@ -161,7 +166,7 @@ var external = map[string][]string{
 	"github.com/pkoukk/tiktoken-go":        {"pipeline/tokens"},
 	"github.com/klauspost/compress":        {"io/compress", "io/parquetio", "pipeline/ledger", "pipeline/tokens"},
 	"golang.org/x/term":                    {"pipeline/progress", "cmd/ac3"},
-	"github.com/sourcegraph/conc":          {"pipeline", "io/parquetio", "run/convert", "judge", "stages/respond", "stages/curate"},
+	"github.com/sourcegraph/conc":          {"pipeline", "io/parquetio", "run/convert", "judge", "stages/respond", "stages/curate", "stages/compint/agreement"},
 	"github.com/pkoukk/tiktoken-go-loader": {"pipeline/tokens"},
 	"github.com/dgryski/go-minhash":        {"stages/filter"},
 	"github.com/abadojack/whatlanggo":      {"stages/filter"},

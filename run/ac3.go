@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/ac3/ac3/judge"
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/progress"
 	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/stages/analyze"
@@ -35,9 +37,18 @@ type PolicyFit struct {
 // wrapping policy.ErrTooFewJudged, followed by what the fit needs
 // (policy.Needs), when the run has fewer than policy.MinExamples judged
 // turns.
-func FitPolicy(ctx context.Context, db, encoding string, o policy.FitOptions) (PolicyFit, error) {
+//
+// With the paper's features (o.Features) the judged turns' prompts and
+// histories are embedded by m's embedder role, cut to embedMax tokens
+// (policy.DefaultEmbedMaxTokens when 0), online whatever m's mode (a fit
+// waits for its answers), through the run's cache and records.
+func FitPolicy(ctx context.Context, db, encoding string, m Model, embedMax int, o policy.FitOptions) (PolicyFit, error) {
 	var fit PolicyFit
 	counter, err := tokens.New(encoding)
+	if err != nil {
+		return fit, err
+	}
+	set, err := policy.ParseFeatureSet(o.Features)
 	if err != nil {
 		return fit, err
 	}
@@ -46,6 +57,20 @@ func FitPolicy(ctx context.Context, db, encoding string, o policy.FitOptions) (P
 		return fit, err
 	}
 	defer l.Close()
+	var embed policy.Embedder
+	if set == policy.FeaturesPaper {
+		embedMax = cmp.Or(embedMax, policy.DefaultEmbedMaxTokens)
+		cl, err := m.online().client(ctx, l, counter, nil)
+		if err != nil {
+			return fit, fmt.Errorf("fitting on the paper's features, which need the %s role: %w", llm.EmbedderRole, err)
+		}
+		o.EmbedMaxTokens = embedMax
+		if embed, o.Embedder = embedderOf(cl, "policy"); embed == nil {
+			return fit, fmt.Errorf("fitting on the paper's features: no model is bound to the %s role (roles.%s in --config)", llm.EmbedderRole, llm.EmbedderRole)
+		}
+	} else {
+		embedMax = 0
+	}
 	plans, err := l.Plans(ctx)
 	if err != nil {
 		return fit, err
@@ -55,6 +80,15 @@ func FitPolicy(ctx context.Context, db, encoding string, o policy.FitOptions) (P
 		p, _, err := judge.ParseVariant(v.Name)
 		if err != nil || !((p.A == "fc" && p.B == "ao") || (p.A == "ao" && p.B == "fc")) {
 			continue
+		}
+		// A fit on what happened to get judged is not the run's fit: failed
+		// verdicts are retried first.
+		ss, err := l.StageProgress(ctx, judge.StageName, v)
+		if err != nil {
+			return fit, err
+		}
+		if ss.UnitsFailed > 0 {
+			return fit, fmt.Errorf("judge %s has %d failed units in %s: 'ac3 retry --db %s --stage %s', run the judge again, then fit", v.Name, ss.UnitsFailed, l.Path(), l.Path(), judge.StageName)
 		}
 		err = l.Units(ctx, judge.StageName, []ledger.Variant{v}, 0, math.MaxInt64, func(u ledger.Unit) error {
 			if u.Status != ledger.Done {
@@ -74,7 +108,7 @@ func FitPolicy(ctx context.Context, db, encoding string, o policy.FitOptions) (P
 	} else {
 		classify, _ := curate.PickUpstream(plans[curate.ClassifyStage], "")
 		fit.WithTypes = classify.Variant != ""
-		fit.Policy, err = policy.FitRun(ctx, l, judged, curate.PolicyFeatures(l, classify, counter), o)
+		fit.Policy, err = policy.FitRun(ctx, l, judged, curate.PolicyFeatures(l, classify, counter, embedMax), embed, o)
 	}
 	if errors.Is(err, policy.ErrTooFewJudged) {
 		// Either count came short (FitRun's after dropped ties): say what
@@ -82,6 +116,34 @@ func FitPolicy(ctx context.Context, db, encoding string, o policy.FitOptions) (P
 		err = fmt.Errorf("%w.\n%s", err, policy.Needs())
 	}
 	return fit, err
+}
+
+// embedderOf is cl's embedder role as the adaptive policy embeds with it,
+// accounted to stage, and the model it names; nil when the role is not
+// bound.
+func embedderOf(cl *llm.Client, stage string) (policy.Embedder, string) {
+	if !cl.HasEmbedder("") {
+		return nil, ""
+	}
+	ep, err := cl.Endpoint(llm.EmbedderRole)
+	if err != nil {
+		return nil, ""
+	}
+	return func(ctx context.Context, texts []string) ([][]float32, error) {
+		r, err := cl.Embed(ctx, llm.EmbedRequest{Stage: stage, Input: texts})
+		return r.Vectors, err
+	}, ep.Model
+}
+
+// online is m with every endpoint and role answering online.
+func (m Model) online() Model {
+	if m.Options == nil {
+		return m
+	}
+	opts := *m.Options
+	setMode(&opts, llm.ModeOnline)
+	m.Options, m.Batch = &opts, nil
+	return m
 }
 
 // Learning is what LearnMemory did.

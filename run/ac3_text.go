@@ -1,9 +1,14 @@
 package run
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
+
+	"github.com/ac3/ac3/stages/curate/policy"
 )
 
 // WriteText prints the fitted policy as 'ac3 policy fit' shows it: the
@@ -20,9 +25,33 @@ func (fit PolicyFit) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "held out: accuracy %.1f%% ± %.1f (majority class %.1f%%), balanced accuracy %.1f%%, F1 %.3f; training accuracy %.1f%%\n",
 		100*f.HeldOut.Accuracy, 100*f.HeldOut.SD, 100*f.Majority, 100*f.HeldOut.BalancedAccuracy, f.HeldOut.F1, 100*p.TrainAccuracy)
 	fmt.Fprintf(w, "τ = %.3f: keep fc iff P(fc wins) ≥ τ agrees with the judge on %.1f%% of held-out turns (at λ cost 0)\n", f.Tau, 100*f.TauAccuracy)
-	fmt.Fprintf(w, "  %-16s %+.3f\n", "(bias)", p.Weights[0])
-	for i, name := range p.Features {
-		fmt.Fprintf(w, "  %-16s %+.3f\n", name, p.Weights[i+1])
+	for _, x := range []struct {
+		name string
+		f    policy.Figures
+	}{{"in sample", f.InSample}, {"cross-fitted", f.CrossFitted}} {
+		fmt.Fprintf(w, "%s: keeps fc on %.1f%% of turns, win rate vs always-fc %.1f%% (%.1f%% of fc's quality) at %.1f%% of its context tokens\n",
+			x.name, 100*x.f.FCShare, 100*x.f.WinRateVsFC, 100*x.f.QualityRetained, 100*x.f.TokenShare)
+	}
+	width := 16
+	for _, name := range p.Features {
+		width = max(width, len(name))
+	}
+	fmt.Fprintf(w, "  %-*s %+.3f\n", width, "(bias)", p.Weights[0])
+	order := make([]int, len(p.Features))
+	for i := range order {
+		order[i] = i
+	}
+	if p.Paper() {
+		// 47 features: the kept ones by size, at most 20, as Huang et
+		// al.'s Table 5 lists them.
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(math.Abs(p.Weights[b+1]), math.Abs(p.Weights[a+1])) })
+		order = slices.DeleteFunc(order, func(i int) bool { return p.Weights[i+1] == 0 })
+		order = order[:min(len(order), 20)]
+		fmt.Fprintf(w, "  (features of Huang et al. A.15: embeddings by %s cut at %d tokens, %d and %d principal components; the %d largest kept coefficients)\n",
+			p.Embedder, p.EmbedMaxTokens, len(p.PromptPCA.Components), len(p.HistoryPCA.Components), len(order))
+	}
+	for _, i := range order {
+		fmt.Fprintf(w, "  %-*s %+.3f\n", width, p.Features[i], p.Weights[i+1])
 	}
 	if !fit.WithTypes {
 		fmt.Fprintln(w, "  (no classify stage in this run: turn-type and reference features were zero)")

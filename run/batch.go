@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,18 +64,21 @@ func (m Model) batchOn() bool {
 
 // batchOptions applies --batch to the client options.
 func (m Model) batchOptions(opts *llm.Options) {
-	if m.Batch == nil || !m.Batch.All {
-		return
+	if m.Batch != nil && m.Batch.All {
+		setMode(opts, llm.ModeBatch)
 	}
-	eps := make([]llm.Endpoint, len(opts.Endpoints))
-	copy(eps, opts.Endpoints)
-	for i := range eps {
-		eps[i].Mode = llm.ModeBatch
+}
+
+// setMode puts every endpoint and role of opts in mode, on copies of the
+// endpoint list and role map (opts may share them with the plan).
+func setMode(opts *llm.Options, mode llm.Mode) {
+	opts.Endpoints = slices.Clone(opts.Endpoints)
+	for i := range opts.Endpoints {
+		opts.Endpoints[i].Mode = mode
 	}
-	opts.Endpoints = eps
 	roles := make(map[string]llm.RoleBinding, len(opts.Roles))
 	for k, b := range opts.Roles {
-		b.Mode = llm.ModeBatch
+		b.Mode = mode
 		roles[k] = b
 	}
 	opts.Roles = roles
@@ -227,7 +231,7 @@ func ExportBatch(ctx context.Context, db, stage, out string) (int64, error) {
 	var line []byte
 	err = l.QueuedRequests(ctx, stage, func(r ledger.BatchRequest, body []byte) error {
 		var err error
-		if line, err = batch.AppendInputLine(line[:0], r.Key, body); err != nil {
+		if line, err = batch.AppendInputLineURL(line[:0], batch.URLOf(body), r.Key, body); err != nil {
 			return err
 		}
 		n++

@@ -49,6 +49,20 @@ type CompInt struct {
 	// left undefined (compint.DefaultMinDenominator when 0).
 	MinDenominator float64
 	Encoding       string // tokenizer (tokens.DefaultEncoding when "")
+	// Stitch is how contexts are stitched: topic (nearest neighbours over
+	// the embedder role's embeddings, the paper's App. A.1) or sequential
+	// (input order); "" is topic with an embedder bound, else sequential.
+	// EmbedMaxTokens cuts the text embedded per conversation
+	// (compint.DefaultEmbedMaxTokens when 0).
+	Stitch         string
+	EmbedMaxTokens int
+	// EmbedPool caps how many source conversations (the first, in input
+	// order) topic stitching embeds and draws from; DefaultEmbedPool when
+	// 0. Their vectors are held in memory (4 bytes × dimensions each).
+	EmbedPool int
+	// UpperBound is the context the upper-bound group starts from: clean
+	// (the paper's C(H) ⊕ s, the default) or injected (C(H_s) ⊕ s).
+	UpperBound string
 	// Prompts replace the probe's and the retention judge's prompts with
 	// users' templates; nil fields keep ours.
 	Prompts compint.Prompts
@@ -98,6 +112,14 @@ func (c *CompInt) check() error {
 	if _, err := compint.Orders(compint.OrderMode(c.Orders), 0, "", 0); err != nil {
 		return fmt.Errorf("compint: %w", err)
 	}
+	if err := compint.CheckStitchMethod(compint.StitchMethod(c.Stitch)); err != nil {
+		return fmt.Errorf("compint: %w", err)
+	}
+	switch compint.UpperBoundBase(c.UpperBound) {
+	case "", compint.UBClean, compint.UBInjected:
+	default:
+		return fmt.Errorf("compint: upper_bound %q: want %s (the paper's C(H) ⊕ s) or %s (C(H_s) ⊕ s)", c.UpperBound, compint.UBClean, compint.UBInjected)
+	}
 	return nil
 }
 
@@ -115,9 +137,16 @@ func (r *runner) compintBuild(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	method, err := c.stitchMethod(r.plan.Model)
+	if err != nil {
+		return false, err
+	}
 	// The instances are fixed once built: settings that would build others
 	// need a new run file, or the run would mix two experiments.
 	key := c.buildKey(st, bd)
+	if method == compint.StitchTopic {
+		key += c.topicKey(r.plan.Model)
+	}
 	if _, err := r.keptKey(ctx, metaCompIntBuild, key, func(had string) error {
 		return fmt.Errorf("compint: this run's instances were built with other settings (%s); now %s: use a new run file to build others", had, key)
 	}); err != nil {
@@ -134,7 +163,13 @@ func (r *runner) compintBuild(ctx context.Context) (bool, error) {
 	if err := r.l.SetMeta(ctx, metaCompIntBuild, key); err != nil {
 		return false, err
 	}
-	sum, err := pipeline.Derive(ctx, r.l, measure.Origin, ledger.MustOrigins(ledger.OriginSource), measure.Instances(st, bd), pipeline.DeriveOptions{Stop: r.opts.Stop})
+	var sum pipeline.DeriveSummary
+	if method == compint.StitchTopic {
+		sum, err = r.topicBuild(ctx, c, st, bd)
+	} else {
+		r.logf("compint: sequential stitching, conversations in input order (stitch: topic needs the %s role)\n", llm.EmbedderRole)
+		sum, err = pipeline.Derive(ctx, r.l, measure.Origin, ledger.MustOrigins(ledger.OriginSource), measure.Instances(st, bd), pipeline.DeriveOptions{Stop: r.opts.Stop})
+	}
 	if err != nil {
 		return false, err
 	}
@@ -190,7 +225,7 @@ func (c *CompInt) build(client *llm.Client, units measure.UnitReader, plans map[
 		Orders: compint.OrderMode(c.Orders), Seed: uint64(seed),
 		JudgeRole: judgeRole, ProbeRole: probeRole,
 		JudgeSettings: m.roleSettings(judgeRole), ProbeSettings: m.roleSettings(probeRole),
-		Prompts: c.Prompts,
+		Prompts: c.Prompts, UpperBound: compint.UpperBoundBase(c.UpperBound),
 	})
 	return st, strategies, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline"
@@ -61,6 +62,9 @@ type curateEnv struct {
 	// configured (a dry run builds one without the run's cache).
 	client  *llm.Client
 	noModel error
+	// noCache keeps plug-in compactors' answers out of the run's cache too
+	// (--no-cache, model.no_cache).
+	noCache bool
 }
 
 func (e curateEnv) logf(format string, args ...any) {
@@ -91,9 +95,9 @@ func (c *Curate) build(ctx context.Context, e curateEnv) (curateBuild, error) {
 	if err != nil {
 		return b, err
 	}
-	opts := curate.Options{
-		Gates: c.AC3.Gates, Adaptive: c.AC3.Adaptive, AO: c.AC3.AO,
-		ResetTemplate: c.AC3.ResetTemplate, Rewrite: c.AC3.Rewrite, Replay: c.AC3.Replay, Texts: c.AC3.Texts,
+	opts := c.AC3.strategyOptions()
+	if e.l != nil && !e.noCache {
+		opts.Compact.Cache = e.l.LLMCache() // plug-in answers, kept like model answers
 	}
 	skip := map[string]string{}
 	var modelSpecs []string
@@ -187,6 +191,9 @@ func (c *Curate) runInputs(ctx context.Context, e curateEnv, opts *curate.Option
 		if opts.Adaptive.Fitted, err = policy.Load(ctx, e.l); err != nil {
 			return err
 		}
+		if p := opts.Adaptive.Fitted; p != nil && p.Paper() && e.client != nil {
+			opts.Adaptive.Embed, opts.Adaptive.Embedder = embedderOf(e.client, curate.StageName)
+		}
 	}
 	return nil
 }
@@ -198,9 +205,9 @@ func (c *Curate) skipMissingUpstream(e curateEnv, specs []curate.Spec, opts *cur
 	var ok bool
 	if opts.Constraints, ok = curate.PickUpstream(e.plans[curate.ConstraintsStage], c.AC3.ConstraintsVariant); !ok {
 		for _, sp := range specs {
-			if sp.Constraints && skip[sp.String()] == "" {
+			if sp.ReadsConstraints() && skip[sp.String()] == "" {
 				skip[sp.String()] = "no constraints stage"
-				e.logf("curate: skipping %s: the constraints stage has not run in this run (run it first; the overlay reads its registry)\n", sp)
+				e.logf("curate: skipping %s: the constraints stage has not run in this run (run it first; %s reads its registry)\n", sp, readerOf(sp))
 			}
 		}
 	}
@@ -214,6 +221,14 @@ func (c *Curate) skipMissingUpstream(e curateEnv, specs []curate.Spec, opts *cur
 	}
 }
 
+// readerOf names what in sp reads the constraints registry.
+func readerOf(sp curate.Spec) string {
+	if sp.Constraints {
+		return "the overlay"
+	}
+	return curate.CompactExtractSC
+}
+
 // curate curates every pending conversation. Model-backed strategies are
 // skipped with one line when no endpoint is configured; the others still
 // run.
@@ -223,20 +238,23 @@ func (r *runner) curate(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	r.heading("curate (%s)", strings.Join(c.Strategies, ","))
-	e := curateEnv{l: r.l, units: r.l, log: r.opts.Log}
+	e := curateEnv{l: r.l, units: r.l, log: r.opts.Log, noCache: r.plan.Model.NoCache}
 	var err error
 	if e.plans, err = r.l.Plans(ctx); err != nil {
 		return false, err
 	}
-	if c.needsModel() {
+	// A scored adaptive policy fitted on the paper's features embeds the
+	// turns it scores; one on ours calls nothing, so without a usable
+	// client it still runs.
+	if c.needsModel() || c.scoresAdaptive() {
 		counter, err := c.counter()
 		if err != nil {
 			return false, err
 		}
 		e.client, err = r.plan.Model.client(ctx, r.l, counter, r.opts.Progress)
 		switch {
-		case errors.Is(err, ErrNoEndpoint):
-			e.noModel = err
+		case errors.Is(err, ErrNoEndpoint) || err != nil && !c.needsModel():
+			e.client, e.noModel = nil, err
 		case err != nil:
 			return false, err
 		}
@@ -270,6 +288,14 @@ func (r *runner) curate(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return r.addStage(res), nil
+}
+
+// scoresAdaptive reports whether c curates adaptive under the scored
+// policy (with or without an overlay), which may embed the turns it scores.
+func (c *Curate) scoresAdaptive() bool {
+	specs, err := curate.ParseList(strings.Join(c.Strategies, ","))
+	return err == nil && c.AC3.Adaptive.Policy == curate.PolicyScored &&
+		slices.ContainsFunc(specs, func(sp curate.Spec) bool { return sp.Name == "adaptive" })
 }
 
 // needsModel reports whether a strategy of c calls the analyzer.

@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -193,6 +194,17 @@ func unread(stages []StageForecast) map[string]bool {
 type compintSim struct {
 	st *compint.Stitcher
 	bd *compint.Builder
+	// embed counts the embedding requests of topic stitching (nil for
+	// sequential stitching): one text per source conversation.
+	embed *embedSim
+}
+
+// embedSim forecasts topic stitching's embedding calls.
+type embedSim struct {
+	tok           *tokens.Counter
+	maxTokens     int
+	pool, seen    int // the embed_pool cap, and conversations offered so far
+	texts, tokens int64
 }
 
 // Estimate forecasts plan without running it: it builds every stage as the
@@ -446,6 +458,18 @@ func (e *forecaster) buildCompInt(ctx context.Context, c *CompInt, units measure
 			return err
 		}
 		e.compint = &compintSim{st: st, bd: bd}
+		if m, err := c.stitchMethod(e.plan.Model); err != nil {
+			return err
+		} else if m == compint.StitchTopic {
+			tok, err := tokens.New(cmp.Or(c.Encoding, tokens.DefaultEncoding))
+			if err != nil {
+				return err
+			}
+			e.compint.embed = &embedSim{tok: tok, maxTokens: cmp.Or(c.EmbedMaxTokens, compint.DefaultEmbedMaxTokens), pool: cmp.Or(c.EmbedPool, DefaultEmbedPool)}
+			e.note("compint: topic stitching (the embedder role's embeddings, the paper's): the forecast stitches in input order, which gives as many contexts give or take one; the embedding calls (one text per source conversation, counted with our tokenizer) are the row \"compint embeddings\"")
+		} else {
+			e.note("compint: sequential stitching, conversations in input order (topic stitching needs the embedder role)")
+		}
 	}
 	if e.client == nil {
 		add("compint", nil, e.noModel.Error())
@@ -464,6 +488,13 @@ func (e *forecaster) buildCompInt(ctx context.Context, c *CompInt, units measure
 // forecasts the instances it completes.
 func (e *forecaster) source(ctx context.Context, c *conv.Conversation, none []map[ledger.TaskID]string) error {
 	sim := e.compint
+	if sim != nil && sim.embed != nil && sim.embed.seen < sim.embed.pool {
+		sim.embed.seen++
+		if text := compint.EmbedText(sim.embed.tok, c, sim.embed.maxTokens); text != "" {
+			sim.embed.texts++
+			sim.embed.tokens += int64(sim.embed.tok.Count(text))
+		}
+	}
 	if sim == nil || sim.st.Done() {
 		return nil
 	}
@@ -723,8 +754,30 @@ func (e *forecaster) inputs(ctx context.Context) error {
 	return nil
 }
 
+// embedRow adds the forecast of topic stitching's embedding requests as a
+// stage row of its own (one batch round in batch mode: stitching waits for
+// every embedding).
+func (e *forecaster) embedRow() {
+	sim := e.compint
+	if sim == nil || sim.embed == nil || sim.embed.texts == 0 || e.client == nil {
+		return
+	}
+	per := int64(e.client.EmbedInputs(""))
+	sf := StageForecast{Stage: "compint-embed", Label: "compint embeddings", PendingTasks: sim.embed.texts,
+		Calls: (sim.embed.texts + per - 1) / per, InputTokens: sim.embed.tokens, Roles: []string{llm.EmbedderRole}}
+	cost, err := e.client.EstimateUsageCost(llm.EmbedderRole, llm.Usage{Prompt: int(sim.embed.tokens)})
+	if err == nil {
+		sf.CostUSD, sf.Unpriced = cost, cost == 0
+	}
+	if e.client.BatchMode(llm.EmbedderRole) {
+		sf.BatchRounds = 1
+	}
+	e.fc.Stages = append(e.fc.Stages, sf)
+}
+
 // finish totals the stages and writes the notes.
 func (e *forecaster) finish() {
+	e.embedRow()
 	for _, line := range strings.Split(strings.TrimSpace(e.notes.String()), "\n") {
 		if line != "" {
 			e.fc.Notes = append(e.fc.Notes, line)
@@ -749,6 +802,10 @@ func (e *forecaster) finish() {
 	}
 	if e.plan.LiC != nil {
 		e.note("the lic step (simulation, check, replay) is not forecast: its calls depend on the trajectories it has not simulated yet")
+		if m := e.plan.LiC.Memory; len(m.Strategies) > 0 {
+			e.note("lic memory arm (%s): sequential: the pool's instances are replayed one at a time in an order drawn from seed %d, each waiting for the one before it to be answered, graded and learned from (5 rounds of calls per instance: step 1, step 2, the %d answers, reflection, unify; workers and batch mode do not apply; the operators' arms run side by side)",
+				strings.Join(m.Strategies, "+memory, ")+"+memory", m.Seed, max(e.plan.LiC.Reruns, 1))
+		}
 	}
 	e.note("answers already in the run's cache would cost nothing; prices are those of the config")
 	if e.plan.Ingest != nil && e.plan.Ingest.Filter.dedupes() {

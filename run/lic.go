@@ -5,12 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline"
+	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
+	"github.com/ac3/ac3/pipeline/llm"
+	"github.com/ac3/ac3/pipeline/tokens"
 	"github.com/ac3/ac3/run/report"
+	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate"
+	"github.com/ac3/ac3/stages/curate/memory"
 	"github.com/ac3/ac3/stages/lic/grade"
 	"github.com/ac3/ac3/stages/lic/replay"
 	"github.com/ac3/ac3/stages/lic/simulate"
@@ -24,10 +31,13 @@ import (
 // grade every answer, and write the accuracy section.
 type LiC struct {
 	// Simulation.
-	Replicates int    // baseline trajectories per instance (N)
-	Mode       string // simulate.ModeLiC, ModeModel or ModeVerbatim
-	UserRole   string // the user simulator (simulate.UserRole)
-	Respondent string // the assistant, in the simulation and the replay (respondent)
+	Replicates int // baseline trajectories per instance (N)
+	// TaskReplicates overrides N for the tasks it names (the AC3 paper
+	// ran four on code, five elsewhere).
+	TaskReplicates map[string]int
+	Mode           string // simulate.ModeLiC, ModeModel or ModeVerbatim
+	UserRole       string // the user simulator (simulate.UserRole)
+	Respondent     string // the assistant, in the simulation and the replay (respondent)
 	// SelectRespondent, when set, is the assistant of the baseline
 	// trajectories instead, the model that selects the pool; the replay
 	// still answers with Respondent (the AC3 paper's Tables 2, 5 and 6
@@ -39,6 +49,13 @@ type LiC struct {
 	FNCheck     bool   // the false-negative pre-filter
 	FNRole      string // its role (simulate.FNRole)
 	Traces      string // simulate.TracesOne (also "", the paper's) or TracesAll
+	// Unscored is what an answer that could not be graded counts as:
+	// UnscoredDrop (also "": left out of n) or UnscoredFailure.
+	Unscored string
+	// RestateCalls makes the contexts gated-reset rebuilds on actions
+	// restate, after the user's latest message, the instruction to give
+	// every function call again (App. B.1.3: the Gated Reset row only).
+	RestateCalls bool
 	// Replay.
 	Strategies []string // curate strategies replayed (fc and ao for the gap closure)
 	LastTurns  int      // final user turns regenerated (K, default 1)
@@ -53,6 +70,16 @@ type LiC struct {
 	// Prompts replace the simulation's prompts with users' templates (the
 	// replay's analyzer prompts and operators' texts are in AC3).
 	Prompts simulate.Prompts
+	// Memory is the memory arm, Table 1's "+Memory" rows: the AC3
+	// operators it lists replayed again with the online memory learning
+	// from each graded instance (replay.MemoryArm). It is sequential.
+	Memory LiCMemory
+}
+
+// LiCMemory configures the LiC replay's memory arm.
+type LiCMemory struct {
+	Strategies []string // AC3 operators (replay.MemoryOperators); rows <op>+memory
+	Seed       uint64   // draws the order instances are replayed and learned in
 }
 
 // check refuses settings that cannot work.
@@ -70,8 +97,26 @@ func (c *LiC) check() error {
 	default:
 		return fmt.Errorf("lic.traces %q: want %s (the paper's: one saved baseline trace per instance) or %s", c.Traces, simulate.TracesOne, simulate.TracesAll)
 	}
+	for _, name := range c.Memory.Strategies {
+		if !slices.Contains(replay.MemoryOperators(), name) {
+			return fmt.Errorf("lic.memory.strategies: %q reads no cheatsheet; the memory arm replays %s", name, strings.Join(replay.MemoryOperators(), ", "))
+		}
+	}
 	if c.MinFailures > max(c.Replicates, 1) {
 		return fmt.Errorf("lic.min_failures is %d, but there are only %d replicates", c.MinFailures, max(c.Replicates, 1))
+	}
+	if c.Unscored != "" && c.Unscored != UnscoredDrop && c.Unscored != UnscoredFailure {
+		return fmt.Errorf("lic.unscored: %q, want %s (left out of n) or %s (counted as failed, as B.1.4 prints some code cells)", c.Unscored, UnscoredDrop, UnscoredFailure)
+	}
+	for _, task := range slices.Sorted(maps.Keys(c.TaskReplicates)) {
+		switch n := c.TaskReplicates[task]; {
+		case !slices.Contains(grade.Tasks(), task):
+			return fmt.Errorf("lic.task_replicates: unknown task %q (tasks: %s)", task, strings.Join(grade.Tasks(), ", "))
+		case n < 1:
+			return fmt.Errorf("lic.task_replicates.%s: %d, want at least 1", task, n)
+		case c.MinFailures > n:
+			return fmt.Errorf("lic.min_failures is %d, but task %s has only %d replicates", c.MinFailures, task, n)
+		}
 	}
 	if c.LastTurns < 0 || c.Reruns < 0 || c.Replicates < 0 || c.MinFailures < 0 || c.MaxPerTask < 0 {
 		return errors.New("lic: replicates, min_failures, max_per_task, last_turns and reruns must not be negative")
@@ -79,9 +124,37 @@ func (c *LiC) check() error {
 	return c.AC3.check()
 }
 
+// restateCalls is the line an actions context rebuilt by an operator ends
+// with under lic.restate_calls, in our words.
+const restateCalls = "(Reminder: your reply must list every function call the whole request needs, including the calls you already gave in earlier replies.)"
+
+// ac3 is the operators' settings for the replay: the config's, with the
+// actions restatement when asked for.
+func (c *LiC) ac3() AC3 {
+	a := c.AC3
+	if c.RestateCalls {
+		a.Restate = curate.Restate{Name: "lic-actions-calls-v1", Text: func(cv *conv.Conversation) string {
+			if in, err := grade.ParseInstance(cv.Meta); err == nil && in.Task == grade.TaskActions {
+				return restateCalls
+			}
+			return ""
+		}}
+	}
+	return a
+}
+
+// What an answer that could not be graded counts as (LiC.Unscored).
+const (
+	UnscoredDrop    = "drop"
+	UnscoredFailure = "failure"
+)
+
 // poolKey is the pool settings a run's trajectories were derived with.
 func (c *LiC) poolKey(sim *simulate.Stage, check *simulate.FNCheck) string {
 	k := fmt.Sprintf("min_failures=%d;max_per_task=%d;sim=%s*%d", c.MinFailures, c.MaxPerTask, sim.Variants()[0].Version, len(sim.Variants()))
+	for _, task := range slices.Sorted(maps.Keys(c.TaskReplicates)) {
+		k += fmt.Sprintf(";%s*%d", task, c.TaskReplicates[task])
+	}
 	if check != nil {
 		k += ";check=" + check.Variants()[0].Version
 	}
@@ -116,7 +189,7 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 	selector := cmp.Or(c.SelectRespondent, respondent)
 	g := grade.New(c.Grade)
 	sim, err := simulate.New(client, simulate.Options{
-		Replicates: c.Replicates, Mode: c.Mode, UserRole: c.UserRole, Respondent: selector,
+		Replicates: c.Replicates, TaskReplicates: c.TaskReplicates, Mode: c.Mode, UserRole: c.UserRole, Respondent: selector,
 		UserSettings: r.plan.Model.roleSettings(cmp.Or(c.UserRole, simulate.UserRole)), RespondentSettings: r.plan.Model.roleSettings(selector),
 		Grader: g, Prompts: c.Prompts,
 	})
@@ -167,8 +240,10 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 	// Replay: the strategies' contexts of the final turn(s), then M answers
 	// from each.
 	last := cmp.Or(c.LastTurns, 1)
-	cu := &Curate{Strategies: c.Strategies, Encoding: c.Encoding, AC3: c.AC3, Workers: c.Workers}
-	e := curateEnv{l: r.l, units: r.l, log: r.opts.Log, client: client}
+	// From turn 1: the final turn is replayed whatever it is, also that of
+	// a trajectory that passed at its first message (lic.traces: all).
+	cu := &Curate{Strategies: c.Strategies, Encoding: c.Encoding, AC3: c.ac3(), Workers: c.Workers, FromTurn: 1}
+	e := curateEnv{l: r.l, units: r.l, log: r.opts.Log, client: client, noCache: r.plan.Model.NoCache}
 	if e.plans, err = r.l.Plans(ctx); err != nil {
 		return false, err
 	}
@@ -178,7 +253,7 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 	}
 	cs, ok := b.stage.(*curate.Stage)
 	if !ok {
-		return false, errors.New("lic: the replay needs plain strategies (no online memory)")
+		return false, errors.New("lic: the replay's arms run without memory (lic.operators.memory); the online memory, learning from each graded instance, is the memory arm: list its operators under lic.memory.strategies")
 	}
 	cs.WithLastTurns(last)
 	if ok, err := step(cs, "lic replay: curate", trajectories, c.Workers); !ok || err != nil {
@@ -207,8 +282,17 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 	if ok, err := step(gs, "lic grade", trajectories, c.Workers); !ok || err != nil {
 		return ok, err
 	}
+	if len(c.Memory.Strategies) > 0 {
+		arm, err := c.memoryArm(client, counter, g, sim, check, r.plan.Model.roleSettings(respondent), e.l)
+		if err != nil {
+			return false, err
+		}
+		if ok, err := r.licMemory(ctx, arm, trajectories); !ok || err != nil {
+			return ok, err
+		}
+	}
 
-	acc, err := report.BuildAccuracy(ctx, r.l, report.AccuracyOptions{MinFailures: c.MinFailures, MaxPerTask: c.MaxPerTask, FNCheck: c.FNCheck, Traces: c.Traces, Grader: g.Fingerprint()})
+	acc, err := report.BuildAccuracy(ctx, r.l, report.AccuracyOptions{MinFailures: c.MinFailures, TaskReplicates: c.TaskReplicates, UnscoredFail: c.Unscored == UnscoredFailure, MaxPerTask: c.MaxPerTask, FNCheck: c.FNCheck, Traces: c.Traces, Grader: g.Fingerprint()})
 	if err != nil {
 		return false, err
 	}
@@ -221,6 +305,89 @@ func (r *runner) lic(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	return r.wroteReports(report.WriteAccuracy(out, acc))
+}
+
+// memoryArm builds the memory arm of c over the pool of sim and check,
+// recording in store.
+func (c *LiC) memoryArm(client *llm.Client, counter *tokens.Counter, g *grade.Grader, sim *simulate.Stage, check *simulate.FNCheck, settings string, store memory.MetaStore) (*replay.MemoryArm, error) {
+	an, err := analyze.New(client, analyze.Options{Ablation: c.AC3.Ablation, Retries: c.AC3.Retries, Prompts: c.AC3.Prompts})
+	if err != nil {
+		return nil, err
+	}
+	opts := c.ac3().strategyOptions()
+	opts.Analyzer = an
+	return replay.NewMemoryArm(replay.MemoryOptions{
+		Client: client, Counter: counter, Grader: g, Strategies: c.Memory.Strategies, Seed: c.Memory.Seed,
+		Curate:     opts,
+		Respondent: cmp.Or(c.Respondent, simulate.RespondentRole), RespondentSettings: settings,
+		Reruns: cmp.Or(c.Reruns, 1), LastTurns: cmp.Or(c.LastTurns, 1), Pool: c.poolKey(sim, check), Store: store,
+	})
+}
+
+// licMemory runs the memory arm over the pool's trajectories, one instance
+// at a time (see replay.MemoryArm); ok is false when it stopped early.
+func (r *runner) licMemory(ctx context.Context, arm *replay.MemoryArm, scope ledger.Scope) (bool, error) {
+	r.heading("lic memory (%s)", strings.Join(arm.Rows(), ","))
+	r.logf("lic: %s\n", arm.Sequential())
+	var items []replay.Item
+	err := r.l.In(scope).EachPage(ctx, 512, func(page []ledger.Stored, _, _ int64) error {
+		for _, s := range page {
+			items = append(items, replay.Item{Seq: s.Seq, ID: s.Conv.ID})
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	arm.SetRun(r.opts.Log, r.stopped)
+	done, err := arm.Run(ctx, items, func(ctx context.Context, it replay.Item) (*conv.Conversation, error) {
+		s, ok, err := r.l.Conversation(ctx, it.ID)
+		if err == nil && !ok {
+			err = fmt.Errorf("trajectory %s is not in the run", it.ID)
+		}
+		return s.Conv, err
+	})
+	if err == nil && !done {
+		r.logf("lic: the memory arm stopped part way; run again to resume it\n")
+	}
+	if err == nil {
+		err = r.noteMemoryFailures(ctx)
+	}
+	return done, err
+}
+
+// noteMemoryFailures puts the memory arm's failed steps among the run's
+// failures, a row per chain: a step whose call failed taught nothing and
+// has no graded answer, so the run must not end as if it were complete.
+func (r *runner) noteMemoryFailures(ctx context.Context) error {
+	steps, err := replay.FailedSteps(ctx, r.l)
+	if err != nil {
+		return err
+	}
+	byRow := map[string]*StageFailures{}
+	var rows []string
+	for _, st := range steps {
+		f := byRow[st.Row]
+		if f == nil {
+			f = &StageFailures{Stage: replay.MemoryStage, Variant: st.Row}
+			byRow[st.Row] = f
+			rows = append(rows, st.Row)
+		}
+		f.Tasks++
+		f.Units++
+		reason := ledger.FailureReason(st.Skipped)
+		i := slices.IndexFunc(f.Groups, func(g ledger.FailureGroup) bool { return g.Reason == reason })
+		if i < 0 {
+			f.Groups = append(f.Groups, ledger.FailureGroup{Reason: reason, Example: ledger.FailedUnit{ConvID: st.Conv, ConvSeq: st.Seq, Turn: st.Turn, Error: st.Skipped}})
+			i = len(f.Groups) - 1
+		}
+		f.Groups[i].Units++
+	}
+	r.res.Failed = slices.DeleteFunc(r.res.Failed, func(f StageFailures) bool { return f.Stage == replay.MemoryStage })
+	for _, row := range rows {
+		r.res.Failed = append(r.res.Failed, *byRow[row])
+	}
+	return nil
 }
 
 // keptKey compares key with the one the run recorded under meta for

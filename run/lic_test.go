@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/run/config"
 	"github.com/ac3/ac3/stages/analyze/analyzetest"
+	"github.com/ac3/ac3/stages/curate"
 	"github.com/ac3/ac3/stages/lic/grade"
 	"github.com/ac3/ac3/stages/lic/replay"
 )
@@ -40,7 +42,8 @@ type licInstance struct {
 	index int // position among its task's records in the sample
 }
 
-func loadLiC(t *testing.T) []licInstance {
+// sampleRecords reads the bundled LiC sample, one raw record per instance.
+func sampleRecords(t *testing.T) []json.RawMessage {
 	t.Helper()
 	b, err := os.ReadFile("../fixtures/lic/sample_5_per_task.json")
 	if err != nil {
@@ -50,9 +53,14 @@ func loadLiC(t *testing.T) []licInstance {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
+	return raw
+}
+
+func loadLiC(t *testing.T) []licInstance {
+	t.Helper()
 	var out []licInstance
 	count := map[string]int{}
-	for _, r := range raw {
+	for _, r := range sampleRecords(t) {
 		in, err := grade.ParseInstance(r)
 		if err != nil {
 			t.Fatal(err)
@@ -173,14 +181,21 @@ func strategyOf(r llmtest.ChatRequest) string {
 			assistants++
 		}
 	}
+	// Ours and the paper preset's forms: the rewrite's frame or the
+	// scripted briefing, the reviewer's note (whose analysis also names
+	// SPEC, so it comes before reset), the reset's frame or the scripted
+	// specification, our AO placeholder or Huang et al.'s.
+	has := func(marks ...string) bool {
+		return slices.ContainsFunc(marks, func(m string) bool { return strings.Contains(text, m) })
+	}
 	switch {
-	case strings.Contains(text, "[Context rewritten]"):
+	case has("[Context rewritten]", "BRIEFING["):
 		return "rewrite"
-	case strings.Contains(text, "[Context reset]"):
-		return "reset"
-	case strings.Contains(text, "[Review of the conversation so far"):
+	case has("[Review of the conversation so far"):
 		return "augment"
-	case strings.Contains(text, "[earlier reply omitted]"):
+	case has("[Context reset]", "SPEC["):
+		return "reset"
+	case has("[earlier reply omitted]", curate.HuangPlaceholder):
 		return "ao"
 	case assistants == 0:
 		return "concat"
@@ -308,6 +323,14 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 			Strategy        string
 			Analyses, Leaks int
 			Rate            float64
+			LeakFree        struct {
+				Items int
+				Gain  float64
+				VsFC  struct {
+					Pairs, Better, Worse int
+					P                    float64
+				} `json:"vs_fc"`
+			} `json:"leak_free"`
 		} `json:"leak"`
 	}
 	if err := json.Unmarshal(b, &acc); err != nil {
@@ -431,9 +454,22 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 	if len(acc.Leak) != 4 {
 		t.Fatalf("leak rows %+v, want augment, reset, gated-reset, rewrite", acc.Leak)
 	}
+	// §5.1's gain on the rest: items 2, 3 and 4, where fc is always
+	// wrong; from replayRight, augment is right on item 2 once of three
+	// (gain 1/9), reset and gated-reset on item 2 three times and item 3
+	// twice (5/9), rewrite on item 4 three times (1/3).
+	leakFree := map[string]struct {
+		gain   float64
+		better int
+	}{"augment": {1.0 / 9, 1}, "reset": {5.0 / 9, 5}, "gated-reset": {5.0 / 9, 5}, "rewrite": {1.0 / 3, 3}}
 	for _, l := range acc.Leak {
 		if l.Analyses != 5 || l.Leaks != 2 || !near(l.Rate, .4) {
 			t.Errorf("leak of %s: %d of %d (%v), want 2 of 5", l.Strategy, l.Leaks, l.Analyses, l.Rate)
+		}
+		w := leakFree[l.Strategy]
+		lf := l.LeakFree
+		if lf.Items != 3 || !near(lf.Gain, w.gain) || lf.VsFC.Pairs != 9 || lf.VsFC.Better != w.better || lf.VsFC.Worse != 0 || !near(lf.VsFC.P, mcnemar(w.better, 0)) {
+			t.Errorf("leak-free gain of %s: %+v, want 3 items, gain %v, +%d/−0 of 9 pairs", l.Strategy, lf, w.gain, w.better)
 		}
 	}
 

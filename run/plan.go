@@ -189,6 +189,9 @@ func MemoryRegimes() []string { return []string{MemoryOff, MemoryOffline, Memory
 // AC3 holds the settings of the AC3 operators and the other model-backed
 // strategies.
 type AC3 struct {
+	// Restate is the line gated-reset's rebuilt contexts add after u_t
+	// (set by the LiC replay for actions, lic.restate_calls); zero for none.
+	Restate  curate.Restate
 	Gates    map[string]curate.Gate // by operator; others keep curate.DefaultGate
 	Ablation analyze.Ablation
 	Adaptive curate.AdaptiveOptions
@@ -207,6 +210,8 @@ type AC3 struct {
 	// Rewrite is the rewrite operator's prompt (analyze.RewriteAC3 when
 	// "", or analyze.RewritePaper).
 	Rewrite analyze.RewriteVariant
+	// Sum is sum's form (curate.SumAC3 when "", or curate.SumPaper).
+	Sum curate.SumForm
 	// Replay is how the operators that remove content build later turns
 	// (curate.ReplayContinue when "", or curate.ReplayPrefix).
 	Replay curate.Replay
@@ -223,6 +228,21 @@ type AC3 struct {
 	Prompts map[string]*prompt.Template
 	// Texts replace the operators' fixed texts (curate.TextSpecs).
 	Texts curate.Texts
+	// Compact configures the compactors (recent-n, llm-compact,
+	// extract-sc, plugin=NAME); its Cache is set by the run.
+	Compact curate.CompactOptions
+	// Filler gives the filler strategy corpora (zero: ac3's sentences).
+	Filler curate.FillerOptions
+}
+
+// strategyOptions are the strategies' settings a's keys give; the stage
+// that builds them adds what it owns (the analyzer, the units, caches).
+func (a AC3) strategyOptions() curate.Options {
+	return curate.Options{
+		Gates: a.Gates, Adaptive: a.Adaptive, AO: a.AO,
+		ResetTemplate: a.ResetTemplate, Rewrite: a.Rewrite, Replay: a.Replay, Texts: a.Texts,
+		Compact: a.Compact, Filler: a.Filler, Sum: a.Sum, Restate: a.Restate,
+	}
 }
 
 // Respond generates the next assistant turn from curated contexts.

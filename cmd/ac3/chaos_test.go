@@ -154,7 +154,7 @@ func TestChaosKillsAndFaults(t *testing.T) {
 			d = time.Duration(100+rng.IntN(1900)) * time.Millisecond
 		}
 		lf := chaosLife{start: time.Now(), from: srv.Count()}
-		cmd := chaosRun(cfg, srv.URL)
+		cmd := chaosRun(cfg, lf.open(t, srv))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -200,7 +200,7 @@ func TestChaosKillsAndFaults(t *testing.T) {
 
 	// Finish the run, then run it once more: a finished run sends nothing.
 	lf := chaosLife{start: time.Now(), from: srv.Count()}
-	out, err := chaosRun(cfg, srv.URL).CombinedOutput()
+	out, err := chaosRun(cfg, lf.open(t, srv)).CombinedOutput()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == run.ExitFailed {
 		t.Errorf("the final run ended with failed units:\n%s", out)
@@ -338,11 +338,13 @@ func chaosCount(t *testing.T, db, query string) int {
 	return n
 }
 
-// chaosLife is one `ac3 run` process: when it ran and which arrivals at the
-// endpoint (indexes into its log) came while it lived.
+// chaosLife is one `ac3 run` process: when it ran, which arrivals at the
+// endpoint (indexes into its log) came while it lived, and the endpoint's
+// door it was given, through which all its requests came.
 type chaosLife struct {
 	start, end time.Time
 	from, to   int
+	door       int
 	killed     bool
 	newDone    int // tasks first seen done after it
 }
@@ -558,6 +560,41 @@ type chaosAnswer struct {
 	took    time.Duration
 }
 
+// open gives the process a door of its own at the endpoint and returns its
+// base URL.
+func (lf *chaosLife) open(t *testing.T, srv *llmtest.Server) string {
+	t.Helper()
+	url, door, err := srv.Door()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf.door = door
+	return url
+}
+
+// lifeOfArrivals lists, for each process, the arrivals that were its
+// requests, by the door they came through. The arrivals logged while a
+// process lived are not all its own: a request a killed process wrote just
+// before the kill can be read by the endpoint after the next process
+// started, even on a connection accepted only then.
+func (o *chaosObserver) lifeOfArrivals(t *testing.T, calls []llmtest.Call) [][]int {
+	t.Helper()
+	byDoor := map[int]int{}
+	for li, lf := range o.lives {
+		byDoor[lf.door] = li
+	}
+	out := make([][]int, len(o.lives))
+	for i, c := range calls {
+		li, ok := byDoor[c.Door]
+		if !ok {
+			t.Errorf("arrival %d came through door %d, which no process was given", i, c.Door)
+			continue
+		}
+		out[li] = append(out[li], i)
+	}
+	return out
+}
+
 // checkArrivals reads the endpoint's log process by process. A request may
 // arrive again only when no answer to it was stored before it came: in the
 // same process after a well-formed answer, or in a later process after the
@@ -567,9 +604,10 @@ type chaosAnswer struct {
 func (o *chaosObserver) checkArrivals(t *testing.T, calls []llmtest.Call, idx map[string]string) {
 	t.Helper()
 	var repeats, unmapped, inFlight int
+	byLife := o.lifeOfArrivals(t, calls)
 	for li, lf := range o.lives {
 		answered := map[string]chaosAnswer{} // key → the first well-formed answer in this process
-		for i := lf.from; i < lf.to && i < len(calls); i++ {
+		for _, i := range byLife[li] {
 			c := calls[i]
 			if c.Key == "" {
 				t.Fatalf("arrival %d carries no request key", i)

@@ -21,7 +21,7 @@ func curateCommand(e *env) *cli.Command {
 		Description: curate.Help(),
 		Flags: append([]cli.Flag{
 			dbFlag(),
-			&cli.StringFlag{Name: "strategies", Value: "fc,ao,lt,de", Usage: "comma-separated: " + strings.Join(curate.Names(), ", ") + "; with a model: " + strings.Join(curate.ModelNames(), ", ") + "; any NAME+constraints"},
+			&cli.StringFlag{Name: "strategies", Value: "fc,ao,lt,de", Usage: "comma-separated: " + strings.Join(curate.Names(), ", ") + "; with a model: " + strings.Join(curate.ModelNames(), ", ") + "; compactors: " + strings.Join(curate.CompactorNames(), ", ") + "; any NAME+constraints"},
 			&cli.IntFlag{Name: "from-turn", Value: curate.DefaultFrom, Usage: "first user turn to curate (turn 1 has no history)"},
 			&cli.StringFlag{Name: "encoding", Value: tokens.DefaultEncoding, Usage: "tokenizer encoding for token counts: " + strings.Join(tokens.Encodings(), ", ")},
 			workersFlag(2, "conversations curated"),
@@ -64,7 +64,7 @@ func ac3Flags() []cli.Flag {
 		&cli.StringFlag{Name: "ao-placeholder", Usage: "ao: the text standing in for each hidden reply (default " + strconv.Quote(curate.DefaultPlaceholder) + "; Huang et al.'s is " + strconv.Quote(curate.HuangPlaceholder) + ")"},
 		&cli.StringFlag{Name: "ao-note", Usage: "ao: the system note explaining the placeholder (default ours, naming the placeholder)"},
 		&cli.StringFlag{Name: "reset-template", Usage: "reset, gated-reset: ac3 (default: one summary message) | wildchat (issues in the system message, summary, short acknowledgment; the AC3 paper's WildChat form)"},
-		&cli.StringFlag{Name: "rewrite-variant", Usage: "rewrite: ac3 (default: a briefing of prescribed content) | paper (form left to the model, returned in its own section)"},
+		&cli.StringFlag{Name: "rewrite-variant", Usage: "rewrite: ac3 (default: a briefing of prescribed content) | paper (form left to the model, returned in its own section) | earlier (the paper's Prompt 3: numbered task specification and verified work)"},
 		&cli.StringFlag{Name: "replay", Usage: "reset, gated-reset, rewrite: continue (default: later turns continue from a replacement) | prefix (each turn's logged prefix curated on its own)"},
 		&cli.BoolFlag{Name: "ablation-contagious-extractor", Usage: "RESEARCH ABLATION: let AC3 step 1 see the assistant's turns (reproduces the contagion result); labelled in every output"},
 		&cli.BoolFlag{Name: "ablation-single-pass", Usage: "RESEARCH ABLATION: one analysis call over the whole conversation instead of two steps; labelled in every output"},

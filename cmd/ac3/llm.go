@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -8,6 +9,7 @@ import (
 	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/run"
 	"github.com/ac3/ac3/run/config"
+	"github.com/ac3/ac3/stages/compint/agreement"
 )
 
 // llmFlags are shared by every command that may call a model.
@@ -55,6 +57,26 @@ func llmCommand(e *env) *cli.Command {
 					return err
 				}
 				return run.Ping(c.Context, e.stdout, m, c.String("role"))
+			},
+		}, {
+			Name:        "agreement",
+			Usage:       "measure the CompInt retention judge against people's YES/NO labels (accuracy, Cohen's kappa, confusion, by SC type)",
+			Description: agreement.Help(),
+			ArgsUsage:   "LABELS.jsonl",
+			Flags: append(llmFlags(), &cli.StringFlag{Name: "key", Usage: "a blind test's held-aside key (id, judge_retention, sssc_id, compactor per line)"},
+				&cli.StringFlag{Name: "db", Usage: "run file whose answer cache the judge uses (a second measurement pays nothing)"},
+				&cli.StringFlag{Name: "role", Usage: "role that judges (default: the config's compint judge_role, else judge)"},
+				&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}, &cli.StringFlag{Name: "rows", Usage: "also write each row's verdicts to this JSONL file"}),
+			Action: func(c *cli.Context) error {
+				cfg, m, err := modelFlags(c, e)
+				if err != nil || c.NArg() != 1 {
+					return cmp.Or(err, fmt.Errorf("llm agreement: give one label file"))
+				}
+				a := run.Agreement{Labels: c.Args().First(), Key: c.String("key"), DB: c.String("db"), Role: c.String("role"), JSON: c.Bool("json"), Rows: c.String("rows")}
+				if a.CompInt, err = cfg.CompInt(); err != nil {
+					return err
+				}
+				return run.JudgeAgreement(c.Context, e.stdout, e.stderr, m, a)
 			},
 		}},
 	}

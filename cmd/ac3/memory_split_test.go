@@ -53,6 +53,19 @@ func writeMemoryConfig(t *testing.T, dir, memory string) string {
 // done units at the variant's current version.
 func unitSeqs(t *testing.T, db, stage string) map[string][]int64 {
 	t.Helper()
+	out := map[string][]int64{}
+	for v, us := range doneUnits(t, db, stage) {
+		for _, u := range us {
+			out[v] = append(out[v], u.ConvSeq)
+		}
+	}
+	return out
+}
+
+// doneUnits returns, per variant name, stage's done units at the variant's
+// current version.
+func doneUnits(t *testing.T, db, stage string) map[string][]ledger.Unit {
+	t.Helper()
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, db, ledger.Options{ReadOnly: true})
 	if err != nil {
@@ -63,11 +76,11 @@ func unitSeqs(t *testing.T, db, stage string) map[string][]int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]int64{}
+	out := map[string][]ledger.Unit{}
 	for _, v := range plans[stage] {
 		err := l.Units(ctx, stage, []ledger.Variant{v}, 0, math.MaxInt64, func(u ledger.Unit) error {
 			if u.Status == ledger.Done {
-				out[v.Name] = append(out[v.Name], u.ConvSeq)
+				out[v.Name] = append(out[v.Name], u)
 			}
 			return nil
 		})

@@ -20,7 +20,7 @@ func retryCommand(e *env) *cli.Command {
 				return err
 			}
 			defer l.Close()
-			n, err := l.Requeue(c.Context, c.String("stage"))
+			n, err := run.Requeue(c.Context, l, c.String("stage"))
 			if err != nil {
 				return err
 			}

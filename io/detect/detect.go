@@ -17,6 +17,7 @@ import (
 	"github.com/ac3/ac3/io/lic"
 	"github.com/ac3/ac3/io/openaichat"
 	"github.com/ac3/ac3/io/sharegpt"
+	"github.com/ac3/ac3/io/sharelm"
 	"github.com/ac3/ac3/io/wildchat"
 	"github.com/ac3/ac3/pipeline/record"
 )
@@ -28,6 +29,7 @@ const (
 	OpenAI    = "openai"
 	Canonical = "canonical"
 	ShareGPT  = "sharegpt"
+	ShareLM   = "sharelm"
 	LiC       = "lic"
 	Parquet   = "parquet"
 	Arrow     = "arrow"
@@ -35,7 +37,7 @@ const (
 
 // Formats lists the names Options.Format accepts besides Auto.
 func Formats() []string {
-	return []string{WildChat, OpenAI, Canonical, ShareGPT, LiC, Parquet, Arrow}
+	return []string{WildChat, OpenAI, Canonical, ShareGPT, ShareLM, LiC, Parquet, Arrow}
 }
 
 // ErrUnknownFormat is wrapped by errors about content detect cannot place.
@@ -69,6 +71,8 @@ func Decoder(format string) (jsonl.DecodeFunc, bool) {
 		return openaichat.Decode, true
 	case ShareGPT:
 		return sharegpt.Decode, true
+	case ShareLM:
+		return sharelm.Decode, true
 	case LiC:
 		return lic.Decode, true
 	}
@@ -298,6 +302,10 @@ func fromKeys(k map[string]bool) string {
 	switch {
 	case k["shards"]:
 		return LiC
+	case k["conversation"] && k["conversation_id"] && (k["model_name"] || k["conversation_metadata"] || k["user_metadata"]):
+		// ShareLM spells its model model_name and keeps language and
+		// flags in conversation_metadata; WildChat has model, language.
+		return ShareLM
 	case k["conversation"] && (k["conversation_hash"] || k["conversation_id"] || k["turn"]):
 		return WildChat
 	case k["messages"] && k["format"] && k["source"]:

@@ -73,6 +73,7 @@ func TestFixtures(t *testing.T) {
 		{"formats/canonical.jsonl", detect.Canonical, 2, "c-1"},
 		{"formats/sharegpt.json", detect.ShareGPT, 3, "sg-1"},
 		{"formats/sharegpt.jsonl", detect.ShareGPT, 3, "sg-1"},
+		{"formats/sharelm.jsonl", detect.ShareLM, 3, "slm-1"},
 		{"formats/lic.json", detect.LiC, 4, "sharded-spider-val-701-medium"},
 	}
 	var plain []string

@@ -188,7 +188,7 @@ func writeBoth(t *testing.T, sc *arrow.Schema, recs []arrow.Record, props *parqu
 // writers use and a few others, and wants the same bytes.
 func TestWriterMatchesPqarrow(t *testing.T) {
 	sc := compatSchema()
-	ours, err := (WriterOptions{}).withDefaults().writerProps([]string{"messages.list.element.content", "id"}, []string{"i64"})
+	ours, err := (WriterOptions{}).withDefaults().writerProps([]string{"messages.list.element.content", "id"}, []string{"i64"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/ac3/ac3/io/atomicfile"
 	"github.com/ac3/ac3/pipeline/conv"
@@ -29,8 +30,9 @@ import (
 //
 // A Writer is not safe for concurrent use.
 type Writer struct {
-	fw *fileWriter
-	b  *ConversationBuilder
+	fw  *fileWriter
+	b   *ConversationBuilder
+	mem *chunkAllocator // the builder's large buffers; nil: the Go heap
 }
 
 // NewWriter starts a Parquet file on w. Close finishes the file but does not
@@ -69,13 +71,24 @@ func plainColumns() []string {
 }
 
 func newWriter(w io.Writer, af *atomicfile.File, opts WriterOptions) (*Writer, error) {
-	b := NewConversationBuilder(nil)
-	fw, err := newFileWriter(w, af, Schema(), b, opts, longTextColumns(), plainColumns())
+	return newWriterMem(w, af, opts, newChunkAllocator())
+}
+
+// newWriterMem is newWriter with the builder's and the encoders' large
+// buffers from mem; nil keeps them on the Go heap.
+func newWriterMem(w io.Writer, af *atomicfile.File, opts WriterOptions, mem *chunkAllocator) (*Writer, error) {
+	var alloc memory.Allocator // nil: the Go heap
+	if mem != nil {
+		alloc = mem
+	}
+	b := NewConversationBuilder(alloc)
+	fw, err := newFileWriter(w, af, Schema(), b, opts, longTextColumns(), plainColumns(), alloc)
 	if err != nil {
 		b.Release()
+		mem.close()
 		return nil, err
 	}
-	return &Writer{fw: fw, b: b}, nil
+	return &Writer{fw: fw, b: b, mem: mem}, nil
 }
 
 // Write adds c to the file. When it completes a row group it may wait for
@@ -93,12 +106,20 @@ func (w *Writer) Write(c *conv.Conversation) error {
 // Close writes any buffered rows and the file footer, then (for Create)
 // renames the file into place. It returns the first error of the Writer's
 // life; calling it twice is an error.
-func (w *Writer) Close() error { return w.fw.close() }
+func (w *Writer) Close() error {
+	err := w.fw.close()
+	w.mem.close() // after the builder and the last row group released theirs
+	return err
+}
 
 // Abort gives up on the file: for Create it removes the temporary file; on a
 // caller's writer it stops writing, leaving an unfinished file there. Abort
 // after Close does nothing.
-func (w *Writer) Abort() error { return w.fw.abort() }
+func (w *Writer) Abort() error {
+	err := w.fw.abort()
+	w.mem.close()
+	return err
+}
 
 // TableWriter streams rows of a schema to a Parquet file, with the same
 // bounded row groups, atomic Create and deterministic output as Writer.
@@ -158,7 +179,7 @@ func newTableWriter(w io.Writer, af *atomicfile.File, sc *arrow.Schema, opts Wri
 	if err != nil {
 		return nil, err
 	}
-	fw, err := newFileWriter(w, af, sc, tb, opts, longText, nil)
+	fw, err := newFileWriter(w, af, sc, tb, opts, longText, nil, nil)
 	if err != nil {
 		tb.Release()
 		return nil, err
@@ -227,12 +248,13 @@ type fileWriter struct {
 	pending chan error
 }
 
-func newFileWriter(w io.Writer, file *atomicfile.File, sc *arrow.Schema, b batcher, opts WriterOptions, longText, plain []string) (*fileWriter, error) {
+func newFileWriter(w io.Writer, file *atomicfile.File, sc *arrow.Schema, b batcher, opts WriterOptions, longText, plain []string, mem memory.Allocator) (*fileWriter, error) {
 	opts = opts.withDefaults()
-	props, err := opts.writerProps(longText, plain)
+	props, err := opts.writerProps(longText, plain, mem)
 	if err != nil {
 		return nil, err
 	}
+
 	// Parquet writes many small pieces (page headers, short pages); a
 	// buffer keeps them from becoming one syscall each on an *os.File.
 	buf := bufio.NewWriterSize(w, 1<<20)
@@ -284,6 +306,9 @@ func (f *fileWriter) flush(async bool) error {
 		// it, so these buffers are garbage before the builder asks for
 		// the next batch's.
 		rec.Release()
+		if err == nil && f.file != nil {
+			startWriteback(f.file.File)
+		}
 		done <- err
 	}()
 	return nil
@@ -336,6 +361,9 @@ func (f *fileWriter) close() error {
 			err = fmt.Errorf("flushing parquet output: %w", ferr)
 		}
 	}
+	if err != nil {
+		f.discard()
+	}
 	if f.file == nil {
 		return err
 	}
@@ -343,6 +371,17 @@ func (f *fileWriter) close() error {
 		return errors.Join(err, f.file.Abort())
 	}
 	return f.file.Commit()
+}
+
+// discard finishes the Parquet writer into nothing, for a file that will not
+// be completed: Arrow then releases the buffers of the row group it still
+// holds, which a Writer's chunk allocator could otherwise never reuse or
+// return. Nothing more reaches the output (what is already there stays),
+// and any failure is moot.
+func (f *fileWriter) discard() {
+	defer func() { _ = recover() }()
+	f.buf.Reset(io.Discard)
+	_ = f.fw.Close()
 }
 
 // abort abandons the output: a file made by Create is removed, a caller's
@@ -356,6 +395,7 @@ func (f *fileWriter) abort() error {
 	// the file goes away. Its error no longer matters.
 	_ = f.wait()
 	f.b.Release()
+	f.discard()
 	if f.file != nil {
 		return f.file.Abort()
 	}

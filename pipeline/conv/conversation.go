@@ -33,6 +33,13 @@ func ParseRole(s string) (Role, bool) {
 type Message struct {
 	Role    Role   `json:"role"`
 	Content string `json:"content"`
+	// Original is the text Content was worded from, in a conversation made
+	// by wording source texts (a simulated user revealing a task's pieces,
+	// verbatim or rephrased); it may equal Content. Empty otherwise: in a
+	// conversation where some messages have one, a message without one was
+	// worded from nothing. Nothing sends it to a model; a strategy that
+	// wants the sources rather than the wording (concat) reads it.
+	Original string `json:"original,omitempty"`
 }
 
 // Source says where a conversation was read from: a file and a line (text

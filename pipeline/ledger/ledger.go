@@ -321,6 +321,23 @@ func (l *Ledger) Meta(ctx context.Context, key string) (_ string, _ bool, err er
 	return v, true, nil
 }
 
+// DeleteMeta removes run settings, in one transaction (a key that is not
+// set is no error).
+func (l *Ledger) DeleteMeta(ctx context.Context, keys ...string) (err error) {
+	defer l.classify(&err)
+	tx, err := l.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, k := range keys {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM run_meta WHERE key = ?`, k); err != nil {
+			return fmt.Errorf("removing run setting %s: %w", k, err)
+		}
+	}
+	return tx.Commit()
+}
+
 // SetMeta stores a run setting.
 func (l *Ledger) SetMeta(ctx context.Context, key, value string) (err error) {
 	defer l.classify(&err)

@@ -125,6 +125,9 @@ func (c *Client) deferCall(ctx context.Context, req Request, p *prepared) (onlin
 
 // requestBody is the JSON body the request would be sent with online.
 func (c *Client) requestBody(req Request, p *prepared) (json.RawMessage, error) {
+	if p.embed != nil {
+		return embedBody(p)
+	}
 	cp, _ := c.buildParams(req, p)
 	b, err := json.Marshal(cp)
 	if err != nil {
@@ -345,12 +348,16 @@ func (a *BatchAPI) Upload(ctx context.Context, filename string, r io.Reader) (st
 	return id, err
 }
 
-// Create creates a batch over an uploaded input file (chat completions,
-// 24-hour window) with metadata.
+// Create creates a batch over an uploaded input file (chat completions, or
+// embeddings for the embedder's endpoint; 24-hour window) with metadata.
 func (a *BatchAPI) Create(ctx context.Context, inputFile string, metadata map[string]string) (RemoteBatch, error) {
+	url := openai.BatchNewParamsEndpointV1ChatCompletions
+	if a.ep.embeds {
+		url = openai.BatchNewParamsEndpointV1Embeddings
+	}
 	return a.batchCall(ctx, "creating a batch for file "+inputFile, func(ctx context.Context) (*openai.Batch, error) {
 		return a.batches.New(ctx, openai.BatchNewParams{
-			InputFileID: inputFile, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
+			InputFileID: inputFile, Endpoint: url,
 			CompletionWindow: openai.BatchNewParamsCompletionWindow24h, Metadata: shared.Metadata(metadata),
 		})
 	})

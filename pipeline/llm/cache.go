@@ -100,7 +100,8 @@ const keyVersion = 1
 //     under;
 //   - the JSON mode actually requested and the schema, if any;
 //   - the sample index and the reroll count, so N samples of one prompt, or a
-//     fresh draw after a malformed answer, are N distinct entries.
+//     fresh draw after a malformed answer, are N distinct entries;
+//   - for an embeddings request, its texts in order (and no messages).
 //
 // encoding/json writes struct fields in order and map keys sorted, so the
 // encoding is canonical.
@@ -114,6 +115,9 @@ type canonicalRequest struct {
 	Schema   *Schema        `json:"schema,omitempty"`
 	Sample   int            `json:"sample"`
 	Reroll   int            `json:"reroll"`
+	// Embed holds the texts of an embeddings request, in order; absent
+	// for chat requests, whose keys it therefore leaves as they were.
+	Embed []string `json:"embed,omitempty"`
 }
 
 func (r canonicalRequest) key() (string, error) {

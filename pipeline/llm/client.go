@@ -104,6 +104,10 @@ type Request struct {
 	// the TPM charge and the budget reservation before the call.
 	CompletionEstimate int
 	NoCache            bool // skip the cache for this call only
+
+	// embed, set by Embed, makes this an embeddings request for these
+	// texts (Messages and the chat parameters are then unused).
+	embed []string
 }
 
 // Response is the answer to a Request.
@@ -155,6 +159,9 @@ type endpoint struct {
 	// keyErr is set when the endpoint's key variable is empty (see
 	// Endpoint.CheckKey); the endpoint then sends nothing.
 	keyErr error
+	// embeds: the embedder role is bound to this endpoint (see
+	// EmbedderRole); no chat role may be.
+	embeds bool
 }
 
 // flight is a cache miss being fetched; identical requests wait for it
@@ -248,6 +255,14 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("creating llm client: role %s: unknown endpoint %q", role, b.Endpoint)
 		}
 		c.roles[role] = b
+	}
+	if b, ok := c.roles[EmbedderRole]; ok {
+		c.endpoints[b.Endpoint].embeds = true
+		for _, role := range sortedKeys(c.roles) {
+			if role != EmbedderRole && c.roles[role].Endpoint == b.Endpoint {
+				return nil, fmt.Errorf("creating llm client: role %s and the %s role are both bound to %s: an embedding model answers /v1/embeddings, not chat requests; give each its own model", role, EmbedderRole, b.Endpoint)
+			}
+		}
 	}
 	for _, ep := range c.endpoints {
 		if ep.cfg.Mode != ModeOnline && ep.cfg.Mode != ModeBatch {
@@ -411,6 +426,7 @@ type prepared struct {
 	key      string
 	promptTk int
 	complTk  int
+	embed    []string // an embeddings request's texts (see Request.embed)
 }
 
 func (c *Client) prepare(req Request) (*prepared, error) {
@@ -422,6 +438,9 @@ func (c *Client) prepare(req Request) (*prepared, error) {
 	if params.Seed != nil && (req.SampleIndex != 0 || req.Reroll != 0) {
 		s := deriveSeed(*params.Seed, req.SampleIndex, req.Reroll)
 		params.Seed = &s
+	}
+	if req.embed != nil {
+		return c.prepareEmbed(req, ep, params)
 	}
 	mode := JSONOff
 	switch {
@@ -811,7 +830,15 @@ func (c *Client) send(ctx context.Context, w waiter, req Request, p *prepared) (
 			return resp, last.status, err
 		}
 		resp.Attempts = sent
-		r, out := c.attempt(ctx, ep, body, extra)
+		var (
+			r   Response
+			out outcome
+		)
+		if p.embed != nil {
+			r, out = c.attemptEmbed(ctx, ep, p)
+		} else {
+			r, out = c.attempt(ctx, ep, body, extra)
+		}
 		ep.conc.release()
 		now := time.Now()
 		last = out

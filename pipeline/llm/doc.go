@@ -62,6 +62,11 @@
 //     key.
 //   - Ping: one tiny request reporting latency, model, usage and the
 //     rate-limit headers.
+//   - Embeddings (embed.go): Client.Embed sends texts to the endpoint of the
+//     embedder role (EmbedderRole, never the default binding) at
+//     POST /v1/embeddings, RoleBinding.Inputs texts a request, through the
+//     same machinery as Call (limits, retries, budget, cache, records,
+//     batch mode); vectors are cached as float32 (EncodeVectors).
 //
 // What does not: prompt texts (each stage embeds its own, rendered with
 // pipeline/prompt), config parsing and CLI output (cmd), and storage (the

@@ -339,6 +339,9 @@ type RoleBinding struct {
 	Params   Params
 	// Mode, when set, overrides the endpoint's mode for this role.
 	Mode Mode
+	// Inputs is, for the embedder role, how many texts one embeddings
+	// request carries (0: DefaultEmbedInputs).
+	Inputs int
 }
 
 // DefaultRole is the binding used for a role that has none of its own.

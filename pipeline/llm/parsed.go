@@ -143,6 +143,9 @@ type PingResult struct {
 // "ping". Errors are those of Call; a *FatalError here means the
 // configuration is wrong.
 func (c *Client) Ping(ctx context.Context, role string) (PingResult, error) {
+	if role == EmbedderRole && c.HasEmbedder(role) {
+		return c.pingEmbedder(ctx, role)
+	}
 	maxTokens := 16
 	resp, err := c.Call(ctx, Request{
 		Role:     role,

@@ -28,8 +28,10 @@ const (
 	Ingest int64 = 64 << 20
 	// Convert holds the decoders' batches in flight on every core, the
 	// Parquet row group being filled and the one being encoded, whose
-	// columns are compressed side by side (about 260 MB of RSS by itself on
-	// two cores).
+	// columns are compressed side by side (about 215 MB of RSS by itself on
+	// two cores; the row groups' large text buffers, a few tens of MB, are
+	// mapped outside the Go heap, so this limit does not count them: see
+	// io/parquetio's chunks.go).
 	Convert int64 = 320 << 20
 )
 

@@ -168,6 +168,20 @@ type L1Model struct {
 	// rows): choose a threshold on it (BestTau) rather than on in-sample
 	// probabilities.
 	OOF []float64
+	// FoldFits are the fold fits at the chosen strength, and RowFold the
+	// fold each input row was held out in (-1 for skipped rows): with
+	// Groups, a group's rows are scored by the fit that did not see the
+	// group (cross-fitting).
+	FoldFits []L1Fold
+	RowFold  []int
+}
+
+// L1Fold is one fold's fit at the chosen strength, on its own
+// standardisation.
+type L1Fold struct {
+	Intercept   float64
+	Coef        []float64
+	Mean, Scale []float64
 }
 
 // CVScore is the cross-validated score at the chosen strength.
@@ -349,12 +363,19 @@ func FitL1Logistic(X [][]float64, y []Outcome, opt L1Options) (L1Model, error) {
 	m.ClassWeight = full.classWeight
 
 	m.OOF = make([]float64, len(X))
+	m.RowFold = make([]int, len(X))
 	for i := range m.OOF {
-		m.OOF[i] = math.NaN()
+		m.OOF[i], m.RowFold[i] = math.NaN(), -1
 	}
 	for i, r := range ds.rows {
 		f := folds[i]
 		m.OOF[r.index] = stdz[f].prob(ds.x[i*d:(i+1)*d], coefs[f][m.LambdaIndex])
+		m.RowFold[r.index] = f
+	}
+	m.FoldFits = make([]L1Fold, opt.Folds)
+	for f := range opt.Folds {
+		b := coefs[f][m.LambdaIndex]
+		m.FoldFits[f] = L1Fold{Intercept: b[0], Coef: slices.Clone(b[1:]), Mean: slices.Clone(stdz[f].mean), Scale: slices.Clone(stdz[f].scale)}
 	}
 	return m, nil
 }
@@ -520,6 +541,8 @@ func (ds *l1Data) folds(opt L1Options) ([]int, error) {
 type l1Scaling struct{ mean, scale []float64 }
 
 // prob is the probability of the fit beta for raw features x.
+//
+//go:norace
 func (s l1Scaling) prob(x, beta []float64) float64 {
 	eta := beta[0]
 	for j, v := range x {
@@ -661,6 +684,8 @@ func (p *l1Problem) path(n int, ratio float64) []float64 {
 
 // setBeta computes η and the weighted log loss at beta and remembers beta
 // as the point they belong to.
+//
+//go:norace
 func (p *l1Problem) setBeta(beta []float64) {
 	for i := range p.eta {
 		p.eta[i] = beta[0]
@@ -681,6 +706,8 @@ func (p *l1Problem) setBeta(beta []float64) {
 // lossAt is the weighted log loss Σ w·(softplus(η) − y·η); it leaves σ(η)
 // in pr, which the next Newton step needs, so each row costs one exp and
 // one log1p.
+//
+//go:norace
 func (p *l1Problem) lossAt(eta, pr []float64) float64 {
 	var loss float64
 	for i, t := range eta {
@@ -706,6 +733,8 @@ func l1Norm(beta []float64) float64 {
 }
 
 // objective returns the penalised loss at beta and leaves η in p.eta.
+//
+//go:norace
 func (p *l1Problem) objective(lambda float64, beta []float64) float64 {
 	p.setBeta(beta)
 	return p.loss + lambda*l1Norm(beta)
@@ -718,10 +747,16 @@ const (
 	l1OuterTol = 1e-9  // on the largest coefficient change
 )
 
+// go:norace (below): the solver's loops run on one goroutine over arrays
+// private to one fit; instrumenting their every access made the fits
+// twenty times slower under -race with nothing to find.
+//
 // solve minimises the objective at lambda starting from beta, which it
 // overwrites with the solution. η and the loss are carried from one call
 // to the next (the path's warm start) and updated along each step rather
 // than recomputed from the features.
+//
+//go:norace
 func (p *l1Problem) solve(lambda float64, beta []float64) {
 	if !slices.Equal(p.cur, beta) {
 		p.setBeta(beta)
@@ -835,6 +870,8 @@ func softThreshold(g, lambda float64) float64 {
 
 // heldOut scores beta (fitted by p) on fold f under each metric, indexed
 // by CVMetric, rows weighted by sample weight.
+//
+//go:norace
 func (ds *l1Data) heldOut(folds []int, f int, p *l1Problem, beta []float64) (out [4]float64) {
 	var c confusion
 	var ll, wsum float64

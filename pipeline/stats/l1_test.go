@@ -474,3 +474,40 @@ func BenchmarkL1CV(b *testing.B) {
 		})
 	}
 }
+
+// The fold fits FitL1Logistic returns give each row its OOF probability:
+// the fit that held the row out scores it.
+func TestL1FoldFitsReproduceOOF(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var X [][]float64
+	var y []Outcome
+	var groups []string
+	for i := range 120 {
+		x := []float64{rng.NormFloat64(), rng.NormFloat64()}
+		o := BWins
+		if x[0]+0.3*rng.NormFloat64() > 0 {
+			o = AWins
+		}
+		X, y, groups = append(X, x), append(y, o), append(groups, fmt.Sprintf("g%d", i/4))
+	}
+	m, err := FitL1Logistic(X, y, L1Options{Folds: 5, Seed: 3, Groups: groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.FoldFits) != 5 || len(m.RowFold) != len(X) {
+		t.Fatalf("%d fold fits, %d row folds", len(m.FoldFits), len(m.RowFold))
+	}
+	for i, x := range X {
+		f := m.FoldFits[m.RowFold[i]]
+		eta := f.Intercept
+		for j, v := range x {
+			eta += f.Coef[j] * (v - f.Mean[j]) / f.Scale[j]
+		}
+		if p := 1 / (1 + math.Exp(-eta)); math.Abs(p-m.OOF[i]) > 1e-12 {
+			t.Fatalf("row %d: fold fit gives %v, OOF %v", i, p, m.OOF[i])
+		}
+		if i > 0 && groups[i] == groups[i-1] && m.RowFold[i] != m.RowFold[i-1] {
+			t.Fatalf("group %s in two folds", groups[i])
+		}
+	}
+}

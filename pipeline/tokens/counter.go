@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
 )
@@ -119,6 +120,29 @@ func (c *Counter) TokenEnds(text string) []int {
 	}
 	add(start, text[start:])
 	return ends
+}
+
+// Head is text cut to its first maxTokens tokens, counted as Count counts,
+// at a character boundary; text itself when it is no longer (or maxTokens
+// is 0 or less). What an embedding model with an input limit is sent.
+func (c *Counter) Head(text string, maxTokens int) string {
+	if maxTokens <= 0 || len(text) <= maxTokens {
+		return text // a token is at least a byte long
+	}
+	// No token is longer than 16 bytes in the encodings we ship: cut
+	// first so that a huge text is not tokenized whole.
+	if pre := 16 * maxTokens; len(text) > pre {
+		text = text[:pre]
+	}
+	ends := c.TokenEnds(text)
+	if len(ends) <= maxTokens {
+		return strings.ToValidUTF8(text, "")
+	}
+	cut := ends[maxTokens-1]
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
 }
 
 // MaxRun is the longest run of same-kind characters Count tokenizes in one

@@ -5,7 +5,7 @@
 // conversations, and (BenchmarkScale, issue 9) the wall time and peak RSS of
 // every command of a heuristic run at 10k, 100k and 1M conversations.
 // TestMemoryFlat, which `go test` runs (not -short), is the last cut down
-// for CI: every command at 2k and 10k, failing when a peak RSS grows more
+// for CI: every command at 4k and 10k, failing when a peak RSS grows more
 // than 1.5×. It has no code of its own; everything is in its tests, but for
 // internal/rsslaunch, the small program every benchmark starts the
 // commands it measures from. The synthetic input is generated on first use and cached in

@@ -259,8 +259,10 @@ type scaleFigure struct {
 // doubles the benchmark's time, and a step that writes to the run (annotate,
 // curate) needs a second copy of the run file on disk while it is measured.
 //
-// The million-conversation run takes about an hour of commands on a small
-// machine, plus generating its input, and about 22 GB of disk: the input
+// The million-conversation run takes about an hour of commands a pass on a
+// small machine (2 cores), and each command runs five times (once, then two
+// alternating pairs with and without the governor): about six hours, plus
+// generating its input, and about 22 GB of disk: the input
 // 3.7 GB (kept under testdata/generated), the run file 11.5 GB and the
 // exports 6.8 GB (in the temporary directory, or AC3_BENCH_KEEP).
 func BenchmarkScale(b *testing.B) {

@@ -153,7 +153,10 @@ type modelConfig struct {
 }
 
 // roleConfig binds a role (annotator, analyzer, respondent, judge) to a model
-// with sampling parameters.
+// with sampling parameters. The embedder role (llm.EmbedderRole) binds an
+// embedding model served at /v1/embeddings; of the sampling keys only extra
+// is sent (e.g. dimensions), and inputs is how many texts one request
+// carries.
 type roleConfig struct {
 	Model           string         `yaml:"model"`
 	Temperature     *float64       `yaml:"temperature"`
@@ -164,7 +167,8 @@ type roleConfig struct {
 	ReasoningEffort string         `yaml:"reasoning_effort"`
 	Extra           map[string]any `yaml:"extra"`
 	Samples         int            `yaml:"samples"`
-	Mode            string         `yaml:"mode"` // online or batch; default the endpoint's
+	Mode            string         `yaml:"mode"`   // online or batch; default the endpoint's
+	Inputs          int            `yaml:"inputs"` // embedder only: texts per request (default llm.DefaultEmbedInputs)
 }
 
 type exportSpec struct {
@@ -271,6 +275,9 @@ func (c *File) validate() error {
 	for name, r := range c.Roles {
 		if _, ok := c.Models[r.Model]; !ok {
 			return fmt.Errorf("roles.%s.model: no model named %q under models", name, r.Model)
+		}
+		if err := checkEmbedder(name, r, c.Roles); err != nil {
+			return err
 		}
 	}
 	if err := c.validateBatch(); err != nil {
@@ -610,7 +617,8 @@ func (c *File) plan(getenv func(string) string) (run.Plan, []string, error) {
 //	rewrite_variant: paper           # or ac3 (the default)
 //	replay: prefix                   # or continue (the default)
 //
-// The last four are in fidelity.go.
+// The last four are in fidelity.go; the compactors' keys (recent_n,
+// llm_compact, plugins) are in compact.go.
 type ac3Config struct {
 	GatedReset, Reset, Rewrite *struct {
 		Floor *int `yaml:"floor"`
@@ -636,6 +644,8 @@ type ac3Config struct {
 	Ablation        string
 	Prompts         map[string]string // read by loadPrompts
 	fidelityConfig
+	compactConfig
+	fillerConfig
 }
 
 // AC3 reads stages.curate's AC3 keys (the defaults without a config).
@@ -651,6 +661,8 @@ func (cfg *File) AC3() (run.AC3, error) {
 		"analyzer_retries": &ac.AnalyzerRetries, "ablation": &ac.Ablation, "prompts": &ac.Prompts,
 	}
 	ac.fidelityConfig.keys(known)
+	ac.compactConfig.keys(known)
+	ac.fillerConfig.keys(known)
 	for _, k := range slices.Sorted(maps.Keys(cfg.Stages.Curate.Extra)) {
 		node := cfg.Stages.Curate.Extra[k]
 		dst, ok := known[k]
@@ -698,6 +710,12 @@ func (cfg *File) AC3() (run.AC3, error) {
 	}
 	s.Ablation = ab
 	if err := ac.fidelityConfig.apply(&s); err != nil {
+		return s, err
+	}
+	if err := ac.fillerConfig.apply(&s, cfg.base); err != nil {
+		return s, err
+	}
+	if err := ac.compactConfig.apply(&s, cfg.base); err != nil {
 		return s, err
 	}
 	return s, CheckMemory(s.Memory)
@@ -782,7 +800,7 @@ func Model(cfg *File, getenv func(string) string, noCache bool, budget float64) 
 		opts.Roles[name] = llm.RoleBinding{Endpoint: r.Model, Params: llm.Params{
 			Temperature: r.Temperature, TopP: r.TopP, MaxTokens: r.MaxTokens, Seed: r.Seed,
 			Stop: r.Stop, ReasoningEffort: r.ReasoningEffort, Extra: r.Extra,
-		}, Mode: mode(r.Mode)}
+		}, Mode: mode(r.Mode), Inputs: r.Inputs}
 	}
 	m.Options = opts
 	m.Batch = cfg.Batch.settings()

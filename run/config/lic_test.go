@@ -53,6 +53,15 @@ func TestShippedLiCConfigs(t *testing.T) {
 		if c.check && (l.AC3.AO != curate.HuangAO() || l.AC3.Rewrite != analyze.RewritePaper || l.Grade.CodeTests != grade.TestsCases || l.Traces != "one") {
 			t.Errorf("%s: ao %+v, rewrite %q, code tests %q, traces %q; want Huang et al.'s AO, the paper's rewrite, LiC's test cases, one trace", c.file, l.AC3.AO, l.AC3.Rewrite, l.Grade.CodeTests, l.Traces)
 		}
+		// The paper preset runs Table 1's "+ Memory" rows (B.1.3: Augment,
+		// Reset, Gated Reset), restates the calls on actions and counts
+		// code's four replicates; the sample's config has no memory arm.
+		if c.check && (!l.RestateCalls || l.TaskReplicates["code"] != 4 || l.Replicates != 5) {
+			t.Errorf("%s: restate_calls %v, replicates %d, task replicates %v", c.file, l.RestateCalls, l.Replicates, l.TaskReplicates)
+		}
+		if mem := strings.Join(l.Memory.Strategies, ","); c.check && (mem != "augment,reset,gated-reset" || l.Memory.Seed != 1) || !c.check && mem != "" {
+			t.Errorf("%s: memory arm %+v", c.file, l.Memory)
+		}
 	}
 }
 

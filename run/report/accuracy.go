@@ -32,6 +32,13 @@ type AccuracyOptions struct {
 	// MinFailures is the difficulty selection the pool was drawn with
 	// (simulate.Pool), reported with the pool.
 	MinFailures int
+	// UnscoredFail counts an answer that could not be graded as a failed
+	// one (lic.unscored: failure, B.1.4's conservative end) instead of
+	// leaving it out of n.
+	UnscoredFail bool
+	// TaskReplicates are the tasks run with their own number of baseline
+	// replicates (lic.task_replicates): replicates past it are not counted.
+	TaskReplicates map[string]int
 	// MaxPerTask is the cap on the pool per task (the most-failed first),
 	// 0 for none.
 	MaxPerTask int
@@ -54,17 +61,20 @@ type AccuracyOptions struct {
 // ended with, accuracy per task × strategy, and the analyzer's answer leak
 // on math. Its JSON form is accuracy.json.
 type Accuracy struct {
-	Schema   string         `json:"schema"`
-	Run      string         `json:"run"`
-	Level    Num            `json:"level"`
-	Grader   string         `json:"grader"`
-	FC       string         `json:"fc"`
-	AO       string         `json:"ao"`
-	Pool     []PoolRow      `json:"pool"`
-	Cells    []AccuracyCell `json:"cells"`
-	Leak     []LeakRow      `json:"leak,omitempty"`
-	Notes    []string       `json:"notes"`
-	settings AccuracyOptions
+	Schema string         `json:"schema"`
+	Run    string         `json:"run"`
+	Level  Num            `json:"level"`
+	Grader string         `json:"grader"`
+	FC     string         `json:"fc"`
+	AO     string         `json:"ao"`
+	Pool   []PoolRow      `json:"pool"`
+	Cells  []AccuracyCell `json:"cells"`
+	Leak   []LeakRow      `json:"leak,omitempty"`
+	Notes  []string       `json:"notes"`
+	// MemoryFailed counts the memory arm's steps whose call failed: their
+	// answers are missing from the memory rows until they are retried.
+	MemoryFailed int `json:"memory_failed,omitempty"`
+	settings     AccuracyOptions
 }
 
 // PoolRow says, for one task, how the replay pool was drawn.
@@ -100,20 +110,23 @@ type PoolRow struct {
 // answers: they are correlated, and those intervals and p-values are too
 // optimistic, which the notes say beside them.
 type AccuracyCell struct {
-	Task       string   `json:"task"`
-	Strategy   string   `json:"strategy"`
-	Items      int      `json:"items"`
-	Reruns     int      `json:"reruns"`
-	N          int      `json:"n"`
-	Passes     int      `json:"passes"`
-	Ungraded   int      `json:"ungraded"`
-	Accuracy   Num      `json:"accuracy"`
-	Interval   Interval `json:"interval"`
-	Mean       Num      `json:"mean"`
-	SD         Num      `json:"sd"`
-	GapClosure Num      `json:"gap_closure"`
-	VsFC       *Paired  `json:"vs_fc,omitempty"`
-	VsAO       *Paired  `json:"vs_ao,omitempty"`
+	Task     string `json:"task"`
+	Strategy string `json:"strategy"`
+	Items    int    `json:"items"`
+	Reruns   int    `json:"reruns"`
+	N        int    `json:"n"`
+	Passes   int    `json:"passes"`
+	Ungraded int    `json:"ungraded"`
+	// UnscoredFailed counts the answers that were not graded and are
+	// counted as failures (AccuracyOptions.UnscoredFail).
+	UnscoredFailed int      `json:"unscored_failed,omitempty"`
+	Accuracy       Num      `json:"accuracy"`
+	Interval       Interval `json:"interval"`
+	Mean           Num      `json:"mean"`
+	SD             Num      `json:"sd"`
+	GapClosure     Num      `json:"gap_closure"`
+	VsFC           *Paired  `json:"vs_fc,omitempty"`
+	VsAO           *Paired  `json:"vs_ao,omitempty"`
 
 	Instances        int      `json:"instances"`
 	InstanceAccuracy Num      `json:"instance_accuracy"`
@@ -150,11 +163,23 @@ type LeakRow struct {
 	Analyses int    `json:"analyses"`
 	Leaks    int    `json:"leaks"`
 	Rate     Num    `json:"rate"`
+	// LeakFree pairs the strategy's answers with fc's on the items whose
+	// analysis at the replayed turn holds no reference answer (§5.1's
+	// gain "on the rest"): Items of them, Gain the mean over those items
+	// of the strategy's accuracy less fc's, VsFC an exact McNemar test
+	// over the paired answers (reruns counted as independent).
+	LeakFree struct {
+		Items int     `json:"items"`
+		Gain  Num     `json:"gain"`
+		VsFC  *Paired `json:"vs_fc,omitempty"`
+	} `json:"leak_free"`
+	gainSum float64
 }
 
 // cellAcc folds one cell.
 type cellAcc struct {
 	items, ungraded int
+	unscoredFailed  int
 	reruns          map[int][2]int // rerun index → passes, graded
 	vsFC, vsAO      Paired
 	hasFC, hasAO    bool
@@ -199,6 +224,17 @@ func BuildAccuracy(ctx context.Context, src Source, opts AccuracyOptions) (*Accu
 	for i, v := range plans[replay.StageName] {
 		gradeOrder[v.Name] = i
 	}
+	mem, err := memoryRows(ctx, src, gradeOrder)
+	if err != nil {
+		return nil, err
+	}
+	for _, steps := range mem {
+		for _, st := range steps {
+			if st.Failed {
+				a.MemoryFailed++
+			}
+		}
+	}
 	leaks := map[string]*LeakRow{}
 	var leakOrder []string
 	err = src.EachPage(ctx, cmp.Or(opts.PageSize, 512), func(page []ledger.Stored, after, upto int64) error {
@@ -217,10 +253,11 @@ func BuildAccuracy(ctx context.Context, src Source, opts AccuracyOptions) (*Accu
 			}
 		}
 		if len(sims) > 0 {
-			if err := foldCells(ctx, src, plans, sims, after, upto, opts, cells, gradeOrder, pool); err != nil {
+			leaked, err := foldLeak(ctx, src, plans, sims, after, upto, leaks, &leakOrder)
+			if err != nil {
 				return err
 			}
-			if err := foldLeak(ctx, src, plans, sims, after, upto, leaks, &leakOrder); err != nil {
+			if err := foldCells(ctx, src, plans, sims, after, upto, opts, cells, gradeOrder, pool, mem, leaks, leaked); err != nil {
 				return err
 			}
 		}
@@ -236,6 +273,13 @@ func BuildAccuracy(ctx context.Context, src Source, opts AccuracyOptions) (*Accu
 	for _, s := range leakOrder {
 		r := leaks[s]
 		r.Rate = ratio(int64(r.Leaks), r.Analyses)
+		r.LeakFree.Gain = ratio(0, 0)
+		if r.LeakFree.Items > 0 {
+			r.LeakFree.Gain = Num(r.gainSum / float64(r.LeakFree.Items))
+		}
+		if p := r.LeakFree.VsFC; p != nil {
+			p.P = Num(stats.McNemarExact(p.Better, p.Worse))
+		}
 		a.Leak = append(a.Leak, *r)
 	}
 	a.notes(opts)
@@ -279,6 +323,9 @@ func foldPool(ctx context.Context, src Source, plans map[string][]ledger.Variant
 		tr, err := simulate.Decode(u.Output)
 		if err != nil {
 			return err
+		}
+		if tr.Uncounted(opts.TaskReplicates) {
+			return nil
 		}
 		in := byConv[u.ConvSeq]
 		if in == nil {
@@ -336,7 +383,29 @@ func foldPool(ctx context.Context, src Source, plans map[string][]ledger.Variant
 	return nil
 }
 
-func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Variant, sims []ledger.Stored, after, upto int64, opts AccuracyOptions, cells map[[2]string]*cellAcc, order map[string]int, pool func(string) *PoolRow) error {
+// memoryRows reads the memory arm's steps (replay.MemoryArm), which the
+// run keeps in its settings rather than as units, by trajectory seq; their
+// rows come after the plan's.
+func memoryRows(ctx context.Context, src Source, order map[string]int) (map[int64][]replay.MemoryStep, error) {
+	ms, ok := src.(metaSource)
+	if !ok {
+		return nil, nil
+	}
+	steps, err := replay.MemoryResults(ctx, ms)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64][]replay.MemoryStep{}
+	for _, st := range steps {
+		if _, ok := order[st.Row]; !ok {
+			order[st.Row] = len(order)
+		}
+		out[st.Seq] = append(out[st.Seq], st)
+	}
+	return out, nil
+}
+
+func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Variant, sims []ledger.Stored, after, upto int64, opts AccuracyOptions, cells map[[2]string]*cellAcc, order map[string]int, pool func(string) *PoolRow, mem map[int64][]replay.MemoryStep, leaks map[string]*LeakRow, leaked map[int64]map[string]bool) error {
 	// last is each trajectory's replayed final turn, instance the LiC
 	// problem it was simulated from.
 	last := map[int64]int{}
@@ -379,15 +448,57 @@ func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Varian
 	if err != nil {
 		return err
 	}
-	// Every pooled instance has a first replicate, whichever page it is on.
+	for _, s := range sims {
+		for _, m := range mem[s.Seq] {
+			if m.Turn != last[s.Seq] {
+				continue
+			}
+			st := []grade.Status{grade.NotGraded} // a step that was not answered
+			if len(m.Reruns) > 0 {
+				st = make([]grade.Status, 0, len(m.Reruns))
+			}
+			for _, g := range m.Reruns {
+				for len(st) <= g.Index {
+					st = append(st, "")
+				}
+				st[g.Index] = g.Grade.Status
+			}
+			if byConv[s.Seq] == nil {
+				byConv[s.Seq] = answers{}
+			}
+			byConv[s.Seq][m.Row] = st
+			tasks[s.Seq] = m.Task
+		}
+	}
+	// Every pooled instance has its replayed trace(s), whichever page they
+	// are on.
 	for _, s := range sims {
 		in, err := grade.ParseInstance(s.Conv.Meta)
 		if err != nil || in.Task == "" {
 			continue
 		}
 		pool(in.Task).Trajectories++
-		if strings.HasSuffix(s.Conv.ID, "#"+simulate.Replicate(1)) {
+		// One trace per instance is replayed (whichever replicate failed
+		// first), or every replicate: then the first stands for the
+		// instance.
+		if opts.Traces != simulate.TracesAll || strings.HasSuffix(s.Conv.ID, "#"+simulate.Replicate(1)) {
 			pool(in.Task).Pool++
+		}
+	}
+	// With UnscoredFail every figure, the paired ones included, reads an
+	// ungraded answer as failed (the statuses are this fold's copies).
+	unscored := map[int64]map[string]int{}
+	for seq, byStrategy := range byConv {
+		for strategy, st := range byStrategy {
+			for i := range st {
+				if opts.UnscoredFail && st[i] == grade.NotGraded {
+					st[i] = grade.Fail
+					if unscored[seq] == nil {
+						unscored[seq] = map[string]int{}
+					}
+					unscored[seq][strategy]++
+				}
+			}
 		}
 	}
 	for seq, byStrategy := range byConv {
@@ -399,6 +510,7 @@ func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Varian
 				c = &cellAcc{task: task, strategy: strategy, reruns: map[int][2]int{}, order: order[strategy], inst: map[string]*instAcc{}}
 				cells[k] = c
 			}
+			c.unscoredFailed += unscored[seq][strategy]
 			c.items++
 			in := c.inst[instance[seq]]
 			if in == nil {
@@ -432,25 +544,56 @@ func foldCells(ctx context.Context, src Source, plans map[string][]ledger.Varian
 					return
 				}
 				*has = true
-				for i := range min(len(st), len(rs)) {
-					a, b := st[i], rs[i]
-					if (a != grade.Pass && a != grade.Fail) || (b != grade.Pass && b != grade.Fail) {
-						continue
-					}
-					p.Pairs++
-					switch {
-					case a == grade.Pass && b == grade.Fail:
-						p.Better++
-					case a == grade.Fail && b == grade.Pass:
-						p.Worse++
-					}
-				}
+				p.add(st, rs)
 			}
 			pair(opts.FC, &c.vsFC, &c.hasFC)
 			pair(opts.AO, &c.vsAO, &c.hasAO)
+			// The analysis is the curate variant's, the strategy without
+			// its respondent label.
+			base, _, _ := strings.Cut(strategy, "@")
+			if l, ok := leaked[seq][base]; ok && !l && leaks[base] != nil && withLabel(opts.FC, strategy) != strategy {
+				leakFree(leaks[base], st, byStrategy[withLabel(opts.FC, strategy)])
+			}
 		}
 	}
 	return nil
+}
+
+// leakFree adds one leak-free item to r: its answers st and fc's ref, by
+// rerun. An item with no graded pair is left out.
+func leakFree(r *LeakRow, st, ref []grade.Status) {
+	if r.LeakFree.VsFC == nil {
+		r.LeakFree.VsFC = &Paired{}
+	}
+	// Over an item's graded pairs, its accuracy less fc's is the share of
+	// pairs it won less the share it lost.
+	if n, net := r.LeakFree.VsFC.add(st, ref); n > 0 {
+		r.LeakFree.Items++
+		r.gainSum += float64(net) / float64(n)
+	}
+}
+
+// add counts the pairs of graded answers of st and ref, rerun by rerun,
+// into p; it returns how many there were and how many more of them st won
+// than lost.
+func (p *Paired) add(st, ref []grade.Status) (pairs, net int) {
+	for i := range min(len(st), len(ref)) {
+		a, b := st[i], ref[i]
+		if (a != grade.Pass && a != grade.Fail) || (b != grade.Pass && b != grade.Fail) {
+			continue
+		}
+		pairs++
+		switch {
+		case a == grade.Pass && b == grade.Fail:
+			net++
+			p.Better++
+		case a == grade.Fail && b == grade.Pass:
+			net--
+			p.Worse++
+		}
+	}
+	p.Pairs += pairs
+	return pairs, net
 }
 
 // withLabel is reference strategy ref answered by the same respondent as
@@ -474,9 +617,14 @@ func containsNumber(text string, want float64) bool {
 	return false
 }
 
-func foldLeak(ctx context.Context, src Source, plans map[string][]ledger.Variant, sims []ledger.Stored, after, upto int64, leaks map[string]*LeakRow, order *[]string) error {
+// It returns, per math trajectory and strategy, whether the analysis at
+// the replayed final turn held the answer (absent: no analysis there).
+func foldLeak(ctx context.Context, src Source, plans map[string][]ledger.Variant, sims []ledger.Stored, after, upto int64, leaks map[string]*LeakRow, order *[]string) (map[int64]map[string]bool, error) {
 	refs := map[int64]float64{}
+	last := map[int64]int{}
+	leaked := map[int64]map[string]bool{}
 	for _, s := range sims {
+		last[s.Seq] = s.Conv.UserTurns()
 		in, err := grade.ParseInstance(s.Conv.Meta)
 		if err != nil || in.Task != grade.TaskMath {
 			continue
@@ -486,9 +634,9 @@ func foldLeak(ctx context.Context, src Source, plans map[string][]ledger.Variant
 		}
 	}
 	if len(refs) == 0 {
-		return nil
+		return leaked, nil
 	}
-	return src.Units(ctx, curate.StageName, plans[curate.StageName], after, upto, func(u ledger.Unit) error {
+	err := src.Units(ctx, curate.StageName, plans[curate.StageName], after, upto, func(u ledger.Unit) error {
 		ref, ok := refs[u.ConvSeq]
 		if !ok || u.Status != ledger.Done {
 			return nil
@@ -508,11 +656,19 @@ func foldLeak(ctx context.Context, src Source, plans map[string][]ledger.Variant
 		}
 		r.Analyses++
 		an := x.Info.Analysis
-		if containsNumber(an.Spec+"\n"+an.Aligned+"\n"+an.Issues, ref) {
+		has := containsNumber(an.Spec+"\n"+an.Aligned+"\n"+an.Issues, ref)
+		if has {
 			r.Leaks++
+		}
+		if u.Turn == last[u.ConvSeq] {
+			if leaked[u.ConvSeq] == nil {
+				leaked[u.ConvSeq] = map[string]bool{}
+			}
+			leaked[u.ConvSeq][u.Variant] = has
 		}
 		return nil
 	})
+	return leaked, err
 }
 
 func (a *Accuracy) finish(cells map[[2]string]*cellAcc, opts AccuracyOptions) {
@@ -533,7 +689,7 @@ func (a *Accuracy) finish(cells map[[2]string]*cellAcc, opts AccuracyOptions) {
 	}
 	for _, k := range keys {
 		c := cells[k]
-		out := AccuracyCell{Task: c.task, Strategy: c.strategy, Items: c.items, Reruns: c.maxReruns, N: c.n, Passes: c.passes, Ungraded: c.ungraded}
+		out := AccuracyCell{Task: c.task, Strategy: c.strategy, Items: c.items, Reruns: c.maxReruns, N: c.n, Passes: c.passes, Ungraded: c.ungraded, UnscoredFailed: c.unscoredFailed}
 		out.Accuracy = ratio(int64(c.passes), c.n)
 		out.Interval = interval(stats.Wilson(float64(c.passes), c.n, opts.Level))
 		var rates []float64
@@ -680,7 +836,21 @@ func (a *Accuracy) notes(opts AccuracyOptions) {
 		"The instance is the unit: instance accuracy is the mean over instances of each one's share of passing answers, with a Wilson interval on the number of instances; mean ± sd is over the reruns' accuracies; McNemar (instances) pairs each instance's headline answer (first trajectory, first rerun) with the reference's.",
 		fmt.Sprintf("Gain vs %s is the mean per-instance gain with a %s bootstrap interval that resamples instances (problems), as §5.1 computes item-level gains.", opts.FC, pct(Num(opts.Level))),
 		fmt.Sprintf("‡ Pooled over answers: accuracy (items × reruns) with its Wilson interval, gap closure (S − %s) / (%s − %s), and the answer-level McNemar tests count the reruns (and trajectories) of one instance as independent answers. They are correlated, so those intervals and p-values are too narrow; use the instance columns.", opts.FC, opts.AO, opts.FC),
-		"Answers that were not graded (code without --allow-code-exec, tasks without a grader) are left out of n.")
+	)
+	if opts.UnscoredFail {
+		a.Notes = append(a.Notes, "Answers that were not graded (code without --allow-code-exec, tasks without a grader, an unreadable answer) count as failures (lic.unscored: failure), as B.1.4 prints its code cells: the conservative end of each cell's range.")
+	} else {
+		a.Notes = append(a.Notes, "Answers that were not graded (code without --allow-code-exec, tasks without a grader) are left out of n (lic.unscored: failure counts them as failures, as B.1.4 does for some code cells).")
+	}
+	if a.MemoryFailed > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("INCOMPLETE: %d steps of the memory arm failed (a call failed after its retries) and have no graded answer, so the memory rows lack them; 'ac3 retry --stage lic-memory' and the same command again take them anew.", a.MemoryFailed))
+	}
+	for _, c := range a.Cells {
+		if strings.HasSuffix(c.Strategy, replay.MemorySuffix) {
+			a.Notes = append(a.Notes, "Rows ending "+replay.MemorySuffix+" are the memory arm (lic.memory): the operator replayed with the online memory, the instances taken one at a time in an order drawn from a seed, the cheatsheet updated from each instance's graded outcome before the next. Their accuracy depends on that order (App. F measured ~6pp sd over four orderings); one row is one ordering.")
+			break
+		}
+	}
 }
 
 func baseName(p string) string {

@@ -139,6 +139,25 @@ func TestAccuracyEdges(t *testing.T) {
 	if len(a.Pool) != 1 || a.Pool[0].Pool != 3 || a.Pool[0].Trajectories != 3 {
 		t.Errorf("pool %+v", a.Pool)
 	}
+
+	// lic.unscored: failure: s's unscored answer counts as failed, in n,
+	// accuracy and its pairing with fc: (P,P), (F,F), (P,F).
+	a, err = report.BuildAccuracy(context.Background(), s, report.AccuracyOptions{UnscoredFail: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range a.Cells {
+		cells[c.Strategy] = c
+	}
+	if c := cells["s"]; c.N != 3 || c.Passes != 2 || c.Ungraded != 0 || c.UnscoredFailed != 1 || math.Abs(float64(c.Accuracy)-2.0/3) > 1e-9 {
+		t.Errorf("s with unscored as failure: %+v", c)
+	}
+	if p := cells["s"].VsFC; p == nil || p.Pairs != 3 || p.Better != 1 || p.Worse != 0 {
+		t.Errorf("s vs fc with unscored as failure: %+v", p)
+	}
+	if c := cells["fc"]; c.N != 3 || c.UnscoredFailed != 0 {
+		t.Errorf("fc with unscored as failure: %+v", c)
+	}
 }
 
 // TestAccuracyByInstance works the instance-level figures by hand: three

@@ -74,9 +74,9 @@ func (a *Accuracy) WriteMarkdown(w io.Writer) error {
 	}
 	b.f("\n")
 	if len(a.Leak) > 0 {
-		b.f("## Analyzer answer leak (math)\n\nShare of the analyzer's outputs at the replayed turns that contain the reference answer.\n\n| strategy | analyses | with the answer | rate |\n|---|---:|---:|---:|\n")
+		b.f("## Analyzer answer leak (math)\n\nShare of the analyzer's outputs at the replayed turns that contain the reference answer, and the gain over fc on the items whose analysis at the replayed turn does not (§5.1's leak-free gain: mean per item, McNemar over paired answers, reruns counted as independent).\n\n| strategy | analyses | with the answer | rate | leak-free items | gain vs fc there | McNemar |\n|---|---:|---:|---:|---:|---:|---|\n")
 		for _, l := range a.Leak {
-			b.f("| %s | %d | %d | %s |\n", esc(l.Strategy), l.Analyses, l.Leaks, pct(l.Rate))
+			b.f("| %s | %d | %d | %s | %d | %s | %s |\n", esc(l.Strategy), l.Analyses, l.Leaks, pct(l.Rate), l.LeakFree.Items, gain(&Gain{Mean: l.LeakFree.Gain}), paired(l.LeakFree.VsFC))
 		}
 		b.f("\n")
 	}

@@ -159,7 +159,7 @@ func effectCell(e EffectInfo) string {
 // compintIntro says what the section measures, in the report's words.
 const compintIntro = "Each instance is a long context stitched from the run's conversations with a session constraint (SC) injected into user turns and a probe appended. " +
 	"Retention: a judge says whether the SC is still in the strategy's context before the probe; evidence: its wording is found exactly or nearly. " +
-	"Compliance: the probe as a two-option question answered from the long context with the SC, from its no-SC baseline, from the strategy's context, and from that context with the SC restated (upper bound). " +
+	"Compliance: the probe as a two-option question answered from the long context with the SC, from its no-SC baseline, from the strategy's context, and with the SC restated before the question (upper bound: by default the strategy's context of the no-SC baseline, the paper's C(H) ⊕ s; with upper_bound: injected, the strategy's context of the instance). " +
 	"Effect retention = (compacted − no SC) / (upper bound − no SC)."
 
 func (r *Report) mdCompInt(b *mdWriter) {

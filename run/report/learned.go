@@ -57,6 +57,28 @@ type AdaptivePolicy struct {
 	TiesN          int    `json:"ties_n"`
 	TrainingAcc    Num    `json:"training_accuracy"`
 	MeanAsstTokens Num    `json:"mean_assistant_tokens"`
+	// InSample and CrossFitted are the rule at τ on the judged turns,
+	// scored by the fitted weights and by the fold fit that held each
+	// turn out (policy.Figures).
+	InSample    PolicyFigures `json:"in_sample"`
+	CrossFitted PolicyFigures `json:"cross_fitted"`
+	// FeatureSet is "paper" for a policy on Huang et al.'s features (with
+	// Embedder, the model that embedded them); empty for ours.
+	FeatureSet string `json:"feature_set,omitempty"`
+	Embedder   string `json:"embedder,omitempty"`
+}
+
+// PolicyFigures are policy.Figures as the report gives them.
+type PolicyFigures struct {
+	Turns           int `json:"turns"`
+	FCShare         Num `json:"fc_share"`
+	WinRateVsFC     Num `json:"win_rate_vs_fc"`
+	QualityRetained Num `json:"quality_retained"`
+	TokenShare      Num `json:"token_share"`
+}
+
+func policyFigures(f policy.Figures) PolicyFigures {
+	return PolicyFigures{Turns: f.Turns, FCShare: Num(f.FCShare), WinRateVsFC: Num(f.WinRateVsFC), QualityRetained: Num(f.QualityRetained), TokenShare: Num(f.TokenShare)}
 }
 
 // learned reads the run's learning split and fitted policy (nothing when
@@ -79,12 +101,17 @@ func learned(ctx context.Context, src Source) (*MemorySplit, *AdaptivePolicy, er
 		return split, nil, err
 	}
 	f := p.Fit
-	return split, &AdaptivePolicy{
+	set := ""
+	if p.Paper() {
+		set = policy.FeaturesPaper
+	}
+	return split, &AdaptivePolicy{FeatureSet: set,
 		Hash: p.Hash(), Turns: p.N, Method: f.Method, Ties: f.Ties, Classes: f.Classes, Metric: f.Metric, Folds: f.Folds, FoldsBy: f.FoldsBy,
 		Lambda: Num(f.Lambda), C: Num(f.C), NonZero: f.NonZero, Features: len(p.Features),
 		HeldOutAcc: Num(f.HeldOut.Accuracy), HeldOutSD: Num(f.HeldOut.SD), HeldOutBalAcc: Num(f.HeldOut.BalancedAccuracy), HeldOutF1: Num(f.HeldOut.F1),
 		Majority: Num(f.Majority), Tau: Num(f.Tau), TauAccuracy: Num(f.TauAccuracy), FCWinRate: Num(p.FCWinRate),
 		Wins: f.Wins, Losses: f.Losses, TiesN: f.TiesN, TrainingAcc: Num(p.TrainAccuracy), MeanAsstTokens: Num(p.MeanAsstTokens),
+		InSample: policyFigures(f.InSample), CrossFitted: policyFigures(f.CrossFitted), Embedder: p.Embedder,
 	}, nil
 }
 
@@ -115,10 +142,17 @@ func (s *MemorySplit) note() string {
 func (p *AdaptivePolicy) lines() []string {
 	return []string{
 		fmt.Sprintf("Policy %s, fitted on %d judged fc-vs-ao turns (fc won %d, lost %d, tied %d; ties as %s; fc win rate %s).", p.Hash, p.Turns, p.Wins, p.Losses, p.TiesN, p.Ties, pct(p.FCWinRate)),
-		fmt.Sprintf("%s, %s classes; strength chosen by %d-fold cross-validation on %s (folds by %s): λ = %s (C = %s), %d of %d coefficients kept.", p.Method, p.Classes, p.Folds, p.Metric, p.FoldsBy, num4(p.Lambda), num4(p.C), p.NonZero, p.Features),
+		fmt.Sprintf("%s, %s classes; strength chosen by %d-fold cross-validation on %s (folds by %s): λ = %s (C = %s), %d of %d coefficients kept%s.", p.Method, p.Classes, p.Folds, p.Metric, p.FoldsBy, num4(p.Lambda), num4(p.C), p.NonZero, p.Features, p.featureNote()),
 		fmt.Sprintf("Held out: accuracy %s ± %s (always the commoner label: %s), balanced accuracy %s, F1 %s; training accuracy %s.", pct(p.HeldOutAcc), pct(p.HeldOutSD), pct(p.Majority), pct(p.HeldOutBalAcc), fix(p.HeldOutF1, 3), pct(p.TrainingAcc)),
 		fmt.Sprintf("τ = %s: \"keep fc iff P(fc wins) ≥ τ\" agrees with the judge on %s of held-out turns (cost weight 0).", fix(p.Tau, 3), pct(p.TauAccuracy)),
+		p.InSample.line("In sample (the turns it was fitted on, scored by the fitted weights)"),
+		p.CrossFitted.line("Cross-fitted (each turn scored by the fold fit that held its conversation out; the adaptive arm scores the fitting conversations this way)"),
 	}
+}
+
+func (f PolicyFigures) line(what string) string {
+	return fmt.Sprintf("%s: keeps fc on %s of %d turns; win rate against always-fc %s (%s of fc's quality) at %s of its context tokens.",
+		what, pct(f.FCShare), f.Turns, pct(f.WinRateVsFC), pct(f.QualityRetained), pct(f.TokenShare))
 }
 
 func num4(n Num) string {
@@ -149,4 +183,12 @@ func (r *Report) htmlLearned(b *strings.Builder) {
 	for _, l := range r.Policy.lines() {
 		fmt.Fprintf(b, "<p class=\"meta\">%s</p>\n", html.EscapeString(l))
 	}
+}
+
+// featureNote names the paper's feature set, and nothing for ours.
+func (p *AdaptivePolicy) featureNote() string {
+	if p.FeatureSet != policy.FeaturesPaper {
+		return ""
+	}
+	return fmt.Sprintf(" (Huang et al.'s A.15 features, with principal components of %s embeddings)", p.Embedder)
 }

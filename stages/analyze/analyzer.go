@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/llm"
@@ -84,12 +86,60 @@ type Analysis struct {
 
 // HasIssues reports whether Issues names a problem. "None" in any case,
 // with surrounding punctuation or markup, and an empty section both mean no
-// issues: a model that writes "**None.**" has said the same thing.
+// issues: a model that writes "**None.**" has said the same thing. So does
+// a per-requirement list in which every line says None ("1. None",
+// "Requirement 2: none"), which step 2's requirement-by-requirement review
+// sometimes gives instead of the single word it is asked for.
 func (a Analysis) HasIssues() bool { return !isNone(a.Issues) }
 
 func isNone(s string) bool {
-	s = strings.Trim(strings.TrimSpace(s), " \t\n*_`.!-:\"'")
+	if bareNone(s) {
+		return true
+	}
+	lines := 0
+	for line := range strings.Lines(s) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if !bareNone(dropItemLabel(line)) {
+			return false
+		}
+		lines++
+	}
+	return lines > 0
+}
+
+// bareNone reports whether s is None or nothing, give or take markup.
+func bareNone(s string) bool {
+	s = strings.Trim(strings.TrimSpace(s), noneTrim)
 	return s == "" || strings.EqualFold(s, None)
+}
+
+const noneTrim = " \t\r\n*_`.!-:\"'"
+
+// dropItemLabel removes what labels one line of a per-requirement list: a
+// bullet, a number ("1.", "(2)", "3)") and a word naming the item
+// ("Item", "Requirement", "Deliverable", "#") up to a colon or dash. Only
+// labels are dropped, so "None" must be all that is left for the line to
+// say nothing; "1. None of the tests pass" is a finding.
+func dropItemLabel(line string) string {
+	s := strings.TrimLeft(strings.TrimSpace(line), "-*•+ \t")
+	for _, w := range []string{"requirement", "deliverable", "item", "#"} {
+		// A word label must end there: "Requirementnone" is one word,
+		// not a label and None.
+		if len(s) >= len(w) && strings.EqualFold(s[:len(w)], w) && (w == "#" || !startsWithLetter(s[len(w):])) {
+			s = s[len(w):]
+			break
+		}
+	}
+	s = strings.TrimLeft(s, " \t(#")
+	s = strings.TrimLeft(s, "0123456789")
+	return strings.TrimLeft(s, ").:-–— \t")
+}
+
+func startsWithLetter(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsLetter(r)
 }
 
 // Usage is what a group of calls took. Cached calls were answered from the
@@ -169,14 +219,14 @@ type Analyzer struct {
 }
 
 type prompts struct {
-	spec, specContagious, evaluate, single, rewrite, rewritePaper, summary, reflect, unify *prompt.Template
+	spec, specContagious, evaluate, single, rewrite, rewritePaper, rewriteEarlier, summary, summaryPaper, reflect, unify *prompt.Template
 }
 
 // byName is every prompt's slot, by the prompt's name.
 func (p *prompts) byName() map[string]**prompt.Template {
 	return map[string]**prompt.Template{
 		"spec": &p.spec, "spec_contagious": &p.specContagious, "evaluate": &p.evaluate, "single_pass": &p.single,
-		"rewrite": &p.rewrite, "rewrite_paper": &p.rewritePaper, "summary": &p.summary, "reflect": &p.reflect, "unify": &p.unify,
+		"rewrite": &p.rewrite, "rewrite_paper": &p.rewritePaper, "rewrite_earlier": &p.rewriteEarlier, "summary": &p.summary, "summary_paper": &p.summaryPaper, "reflect": &p.reflect, "unify": &p.unify,
 	}
 }
 
@@ -275,6 +325,13 @@ func (a *Analyzer) Version() string {
 // SummaryVersion is the version of the summary prompt and role.
 func (a *Analyzer) SummaryVersion() string {
 	return a.p.summary.Version() + ";role=" + a.opts.Role + a.outputSuffix()
+}
+
+// SummaryPaperVersion is the version of the paper-form summary prompt
+// (SummarizePaper) and role; its answer is plain text, whatever the role's
+// output form.
+func (a *Analyzer) SummaryPaperVersion() string {
+	return a.p.summaryPaper.Version() + ";role=" + a.opts.Role
 }
 
 // MemoryVersion is the version of the reflection and unify prompts.

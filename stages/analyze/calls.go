@@ -2,11 +2,13 @@ package analyze
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/pipeline/llm/parse"
 	"github.com/ac3/ac3/pipeline/prompt"
 )
@@ -29,20 +31,28 @@ const (
 	// section reaches the respondent, with no framing of ours around it.
 	// The prompt is in our words.
 	RewritePaper RewriteVariant = "paper"
+	// RewriteEarlier is the paper's earlier rewrite prompt (App. C, Prompt
+	// 3, which it gives for Rewrite on GPT-5-mini's WildChat runs and LiC
+	// ablations): a numbered task specification with every parameter and a
+	// listing of the verified work, in two sections, which reach the
+	// respondent as one message with no framing of ours. In our words.
+	RewriteEarlier RewriteVariant = "earlier"
 )
 
 // RewriteVariants lists the valid variants, the default first.
-func RewriteVariants() []RewriteVariant { return []RewriteVariant{RewriteAC3, RewritePaper} }
+func RewriteVariants() []RewriteVariant {
+	return []RewriteVariant{RewriteAC3, RewritePaper, RewriteEarlier}
+}
 
 // ParseRewriteVariant maps a name ("" for the default) to a RewriteVariant.
 func ParseRewriteVariant(s string) (RewriteVariant, error) {
 	switch v := RewriteVariant(strings.TrimSpace(s)); v {
 	case "", RewriteAC3:
 		return RewriteAC3, nil
-	case RewritePaper:
+	case RewritePaper, RewriteEarlier:
 		return v, nil
 	}
-	return "", fmt.Errorf("parsing rewrite variant %q: valid: %s, %s", s, RewriteAC3, RewritePaper)
+	return "", fmt.Errorf("parsing rewrite variant %q: valid: %s, %s, %s", s, RewriteAC3, RewritePaper, RewriteEarlier)
 }
 
 // rewritePrompt returns v's prompt, or an error for an unknown variant.
@@ -52,6 +62,8 @@ func (a *Analyzer) rewritePrompt(v RewriteVariant) (*prompt.Template, error) {
 		return a.p.rewrite, nil
 	case RewritePaper:
 		return a.p.rewritePaper, nil
+	case RewriteEarlier:
+		return a.p.rewriteEarlier, nil
 	}
 	_, err := ParseRewriteVariant(string(v))
 	return nil, err
@@ -73,7 +85,11 @@ func (a *Analyzer) RewriteVersion(v RewriteVariant) string {
 // v's prompt. Only the text inside the answer's nonce-tagged context section
 // is returned; anything around it (preambles, reasoning in plain text, a
 // drafted answer) is dropped, and a section whose tag lacks the nonce (text
-// pasted into the conversation and echoed back) is not read.
+// pasted into the conversation and echoed back) is not read. The shipped
+// prompts hold every instruction in the system message and show C_t right
+// after it, oldest message first, with the analysis and the nonce-tagged
+// form last, so a later turn's rewrite begins with an earlier one's whole
+// conversation and a provider's prompt cache serves it.
 func (a *Analyzer) Rewrite(ctx context.Context, v RewriteVariant, an Analysis, ct []conv.Message, reroll int) (string, Usage, error) {
 	var use Usage
 	tmpl, err := a.rewritePrompt(v)
@@ -82,18 +98,33 @@ func (a *Analyzer) Rewrite(ctx context.Context, v RewriteVariant, an Analysis, c
 	}
 	tr := Transcript(ct)
 	tg := parse.NewTagger(tr, an.Spec, an.Aligned, an.Issues)
-	ans := a.answer(contextForm(), tg)
+	form := contextForm()
+	if v == RewriteEarlier {
+		form = earlierForm()
+	}
+	ans := a.answer(form, tg)
 	out, err := a.call(ctx, "curate", tmpl, rewriteData{tr, an.Spec, an.Aligned, an.Issues, ans}, ans, reroll, &use)
 	if err != nil {
 		return "", use, fmt.Errorf("rewriting the context: %w", err)
 	}
+	if v == RewriteEarlier {
+		return EarlierContext(out["task_spec"], out["verified_work"]), use, nil
+	}
 	return out["context"], use, nil
+}
+
+// EarlierContext is the message the earlier rewrite's two sections make:
+// the task specification, then the verified work, each under its heading.
+func EarlierContext(spec, work string) string {
+	return "Task specification:\n" + strings.TrimSpace(spec) + "\n\nVerified work:\n" + strings.TrimSpace(work)
 }
 
 // Summarize is the sum strategy's call: one sentence for one assistant
 // reply. Its request holds only the reply and the user message it answers,
 // never the turn being curated, so every later turn of the conversation
-// makes the identical request and the run's cache answers it once.
+// makes the identical request and the run's cache answers it once. Its
+// instructions are all in the system message, the only part two summary
+// requests share.
 func (a *Analyzer) Summarize(ctx context.Context, user, reply string, reroll int) (string, Usage, error) {
 	var use Usage
 	tg := parse.NewTagger(user, reply)
@@ -103,6 +134,41 @@ func (a *Analyzer) Summarize(ctx context.Context, user, reply string, reroll int
 		return "", use, fmt.Errorf("summarizing a reply: %w", err)
 	}
 	return strings.Join(strings.Fields(out["summary"]), " "), use, nil
+}
+
+// ErrEmptySummary is a paper-form summary answer with no text.
+var ErrEmptySummary = errors.New("the summary is empty")
+
+// SummarizePaper is Summarize in Huang et al.'s form (A.3): one user
+// message asking for exactly one sentence about the reply alone, and the
+// whole answer (reasoning removed, whitespace collapsed) is the summary. An
+// empty answer is asked again, then fails the unit.
+func (a *Analyzer) SummarizePaper(ctx context.Context, reply string, reroll int) (string, Usage, error) {
+	var use Usage
+	if a.client == nil {
+		return "", use, errors.New("summarizing a reply: no model client")
+	}
+	msgs, err := a.p.summaryPaper.Render(summaryData{Reply: reply})
+	if err != nil {
+		return "", use, fmt.Errorf("summarizing a reply: %w", err)
+	}
+	var price *llm.Price
+	if ep, err := a.client.Endpoint(a.opts.Role); err == nil {
+		price = &ep.Price
+	}
+	req := llm.Request{Role: a.opts.Role, Stage: "curate", Messages: msgs, Reroll: reroll}
+	text, _, err := llm.CallParsed(ctx, a.client, req, a.opts.Retries, func(r llm.Response) (string, error) {
+		use.addResponse(r, price)
+		t := strings.Join(strings.Fields(r.Text), " ")
+		if t == "" {
+			return "", ErrEmptySummary
+		}
+		return t, nil
+	})
+	if err != nil {
+		return "", use, fmt.Errorf("summarizing a reply: %w", err)
+	}
+	return text, use, nil
 }
 
 // TurnAnalysis is one analyzed turn of a conversation, as the memory's

@@ -14,7 +14,13 @@
 //     full context C_t and, optionally, a memory cheatsheet, and reports what
 //     the assistant got right ("aligned") and what contradicts the
 //     specification or rests on assumptions the user never made ("issues",
-//     "None" when there is nothing).
+//     "None" when there is nothing). As in the paper's step 2, it reviews
+//     critically and requirement by requirement: each requirement is done
+//     (kept in aligned with its concrete result, even when others must be
+//     redone), wrong or still open (named in issues); a requirement first
+//     stated in the latest user message is neither. Every preset uses this
+//     form; an issues section listing None for every requirement counts as
+//     None.
 //
 // Two ablations reproduce the paper's contagion result and are off unless a
 // caller asks for them by name: AblationContagiousExtractor lets step 1 see

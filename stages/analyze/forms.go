@@ -29,6 +29,11 @@ func contextForm() parse.Sections {
 	return parse.Sections{Name: "context", Fields: []parse.Field{{Name: "context", Hint: "..."}}}
 }
 
+// earlierForm is the earlier rewrite prompt's two sections.
+func earlierForm() parse.Sections {
+	return parse.Sections{Name: "rewrite", Fields: []parse.Field{{Name: "task_spec", Hint: "1) ..."}, {Name: "verified_work", Hint: "..."}}}
+}
+
 func summaryForm() parse.Sections {
 	return parse.Sections{Name: "summary", Fields: []parse.Field{{Name: "summary", Hint: "..."}}}
 }

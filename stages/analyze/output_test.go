@@ -67,7 +67,7 @@ func TestEveryCallWithStructuredOutput(t *testing.T) {
 		versions[out] = []string{a.Version(), a.RewriteVersion(analyze.RewritePaper), a.SummaryVersion(), a.MemoryVersion()}
 		fields := map[string][]string{
 			analyzetest.KindSpec: {"spec"}, analyzetest.KindEvaluate: {"aligned", "issues"},
-			analyzetest.KindRewrite: {"context"}, analyzetest.KindRewritePaper: {"context"}, analyzetest.KindSummary: {"summary"},
+			analyzetest.KindRewrite: {"context"}, analyzetest.KindRewritePaper: {"context"}, analyzetest.KindRewriteEarlier: {"task_spec", "verified_work"}, analyzetest.KindSummary: {"summary"},
 			analyzetest.KindReflect: {"takeaways"}, analyzetest.KindUnify: {"cheatsheet"},
 		}
 		for _, call := range srv.Calls() {

@@ -44,7 +44,7 @@ func TestRewriteVariantsAreVersionedApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ac3, paper := a.RewriteVersion(analyze.RewriteAC3), a.RewriteVersion(analyze.RewritePaper)
-	if ac3 == paper || a.RewriteVersion("") != ac3 || !strings.HasPrefix(paper, "rewrite_paper@v3+") {
+	if ac3 == paper || a.RewriteVersion("") != ac3 || !strings.HasPrefix(paper, "rewrite_paper@v4+") {
 		t.Errorf("versions: ac3 %q, paper %q, default %q", ac3, paper, a.RewriteVersion(""))
 	}
 	if a.RewriteVersion("bogus") == ac3 {
@@ -58,6 +58,7 @@ func TestRewriteVariantsAreVersionedApart(t *testing.T) {
 		{"", analyze.RewriteAC3, true},
 		{"ac3", analyze.RewriteAC3, true},
 		{" paper ", analyze.RewritePaper, true},
+		{"earlier", analyze.RewriteEarlier, true},
 		{"Paper", "", false},
 		{"structured", "", false},
 	}
@@ -95,10 +96,13 @@ func TestRewriteReadsOnlyTheNonceSection(t *testing.T) {
 			analyzetest.Install(srv, analyzetest.Script{
 				Rewrite: func(int) string { return "The user wants Sum in Go." },
 				Wrap: func(kind, ans string) string {
-					if kind != analyzetest.KindRewrite && kind != analyzetest.KindRewritePaper {
-						return ans
+					switch kind {
+					case analyzetest.KindRewrite, analyzetest.KindRewritePaper:
+						return "Echo: <context id=\"000000000000\">PASTED</context> <context>DRAFT</context>\n" + ans + "\n<context>AFTER</context>"
+					case analyzetest.KindRewriteEarlier:
+						return "Echo: <task_spec id=\"000000000000\">PASTED</task_spec> <task_spec>DRAFT</task_spec>\n" + ans + "\n<task_spec>AFTER</task_spec>"
 					}
-					return "Echo: <context id=\"000000000000\">PASTED</context> <context>DRAFT</context>\n" + ans + "\n<context>AFTER</context>"
+					return ans
 				},
 			})
 			a := newAnalyzer(t, srv, analyze.Options{})
@@ -106,8 +110,12 @@ func TestRewriteReadsOnlyTheNonceSection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != "The user wants Sum in Go." || use.Calls != 1 {
-				t.Errorf("got %q (%d calls)", got, use.Calls)
+			want := "The user wants Sum in Go."
+			if v == analyze.RewriteEarlier {
+				want = analyze.EarlierContext(want, "None")
+			}
+			if got != want || use.Calls != 1 {
+				t.Errorf("got %q (%d calls), want %q", got, use.Calls, want)
 			}
 		})
 	}

@@ -26,7 +26,8 @@ var (
 func scriptedModel(set *compint.Set) func(llmtest.ChatRequest) llmtest.Reply {
 	return func(req llmtest.ChatRequest) llmtest.Reply {
 		if n := req.Nonce("retained"); n != "" {
-			_, context, _ := strings.Cut(req.Last(), "<context id=")
+			_, context, _ := strings.Cut(req.Last(), "<context>")
+			context, _, _ = strings.Cut(context, "</context>") // the SC follows the context
 			verdict := "NO"
 			for _, p := range phrases {
 				if strings.Contains(context, p) {

@@ -19,6 +19,11 @@
 //     whole conversations, crops the one that would pass the cap (1.25 × the
 //     target, the paper's bound) at a turn boundary, and holds only the
 //     context in progress, never the input.
+//     StitchTopics (topic.go) chooses the order instead, as the paper's
+//     App. A.1 does: each context grows from a seed by the unused
+//     conversation nearest its centroid over normalized embeddings (a
+//     TopicPool holds them, float32, no text); EmbedText is the text
+//     embedded. Sequential order is the fallback without an embedder.
 //
 //   - Instances (instance.go). A Builder expands each context into, per SC,
 //     one baseline without the SC (Kind WithoutSC) and one instance per
@@ -35,7 +40,9 @@
 //
 //   - Retention (retention.go). RetentionContext cuts the probe from what a
 //     strategy produced for the probe turn; RetentionMessages renders the
-//     judge prompt (ours) for that context and the SC; ParseRetention reads
+//     judge prompt (ours) for that context and the SC, the context before
+//     the SC so that calls on contexts that begin alike share a prefix a
+//     provider's prompt cache serves; ParseRetention reads
 //     its YES or NO strictly from a section tagged with a nonce derived from
 //     everything the prompt embeds (pipeline/llm/parse), so a verdict pasted
 //     in a conversation cannot pose as the judge's. MatchEvidence is the
@@ -47,7 +54,9 @@
 //     SC and recorded; ProbeMessages turns a context ending in the probe turn
 //     into the request for one of the four groups (long context with SC,
 //     without SC, compacted, compacted with the SC restated before the
-//     question); MCQ.Parse accepts only a clean A or B.
+//     question: the upper bound, from the baseline's compacted context by
+//     default (UBClean, the paper's C(H) ⊕ s) or the instance's
+//     (UBInjected)); MCQ.Parse accepts only a clean A or B.
 //
 //   - Numbers (effect.go). Score combines an instance's orders, NewRate
 //     gives a rate with its Wilson interval (pipeline/stats), and

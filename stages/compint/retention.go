@@ -38,6 +38,13 @@ type retentionData struct {
 // context, which should be what a strategy kept before the probe turn (see
 // RetentionContext). The Tagger's nonce is derived from the SC and every
 // message, so a verdict pasted into the context cannot pose as the judge's.
+//
+// The request is laid out for providers' prompt caches: fixed instructions,
+// then the context, then the SC and the answer's nonce-tagged form. Nothing
+// before the SC depends on anything but the context, so requests about one
+// context share everything up to the SC, and requests about contexts that
+// begin alike (one base context under SCs injected further down, or
+// strategies that keep its beginning) share that beginning.
 func RetentionMessages(sc SC, context []conv.Message) ([]conv.Message, parse.Tagger, error) {
 	return Prompts{}.RetentionMessages(sc, context)
 }
@@ -46,7 +53,8 @@ func RetentionMessages(sc SC, context []conv.Message) ([]conv.Message, parse.Tag
 // that replaces it (stages.compint.prompts.retention in the config): it is
 // rendered with .Constraint (the SC as written), .Context (the messages a
 // strategy kept), which it must show, and .Nonce; the answer's form (YES or
-// NO in a tagged block) is ac3's.
+// NO in a tagged block) is ac3's. A template that shows the context before
+// anything that varies with the SC lets providers' prompt caches serve it.
 func RetentionSpec() prompt.Spec {
 	return prompt.Spec{Name: "compint_retention", Data: reflect.TypeFor[retentionData](), Needs: []string{"Constraint", "Context"}, Contract: []string{"Open", "Close"}}
 }

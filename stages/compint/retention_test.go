@@ -31,13 +31,58 @@ func TestRetentionPromptGolden(t *testing.T) {
 	if last := msgs[len(msgs)-1].Content; strings.Contains(msgs[0].Content, tg.Nonce()) || !strings.Contains(last[strings.LastIndex(last, "</context>"):], tg.Open("retained")) {
 		t.Error("the tag to answer in is not shown after the material, or the system prompt carries the nonce")
 	}
-	if v := compint.RetentionPrompt().Version(); !strings.HasPrefix(v, "compint_retention@v2+") {
+	if v := compint.RetentionPrompt().Version(); !strings.HasPrefix(v, "compint_retention@v3+") {
 		t.Errorf("version %q", v)
 	}
 	// The nonce follows the content: another context, another nonce.
 	_, tg2, _ := compint.RetentionMessages(sc(t, 15), summaryContext()[:2])
 	if tg2.Nonce() == tg.Nonce() {
 		t.Error("different contexts share a nonce")
+	}
+}
+
+// The retention prompt is laid out for providers' prompt caches (issue 33):
+// fixed instructions, then the context, then the SC and the answer's form.
+// Requests about one context share everything up to the SC, and the nonce
+// the answer must carry appears only after the context.
+func TestRetentionLayoutSharesTheContext(t *testing.T) {
+	ctx := summaryContext()
+	m1, tg1, err := compint.RetentionMessages(sc(t, 15), ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, tg2, err := compint.RetentionMessages(sc(t, 1), ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg1.Nonce() == tg2.Nonce() {
+		t.Fatal("two SCs on one context share the answer's nonce")
+	}
+	if len(m1) != 2 || m1[0] != m2[0] {
+		t.Fatal("the system message differs between SCs")
+	}
+	u1, u2 := m1[1].Content, m2[1].Content
+	end := strings.Index(u1, "</context>") + len("</context>")
+	if end < len("</context>") || !strings.HasPrefix(u2, u1[:end]) {
+		t.Errorf("the requests do not share the context as their prefix:\n%s\n---\n%s", u1, u2)
+	}
+	for _, tg := range []string{tg1.Nonce(), tg2.Nonce()} {
+		if i := strings.Index(u1+u2, tg); i >= 0 && i < end {
+			t.Errorf("the answer's nonce %s appears before the end of the context", tg)
+		}
+	}
+	if !strings.Contains(u1[end:], sc(t, 15).Text) || strings.Contains(u1[:end], sc(t, 15).Text) {
+		t.Error("the SC is not shown after the context")
+	}
+	// A context that begins like another (a strategy that keeps the
+	// beginning, an SC injected further down) shares that beginning.
+	m3, _, err := compint.RetentionMessages(sc(t, 15), ctx[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	u3 := m3[1].Content
+	if !strings.HasPrefix(u1, u3[:strings.Index(u3, "</context>")]) {
+		t.Error("a shorter context's request is not a prefix of the longer one's up to where they differ")
 	}
 }
 

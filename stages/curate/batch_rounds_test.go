@@ -237,6 +237,7 @@ func TestBatchRoundsFollowTheCallGraph(t *testing.T) {
 	for _, c := range []roundsCase{
 		{name: "gated-reset: two analysis steps", strategies: []string{"fc", "ao", "gated-reset"}, rounds: 2},
 		{name: "sum: every summary at once", strategies: []string{"sum"}, rounds: 1},
+		{name: "llm-compact: every turn's compaction at once", strategies: []string{"llm-compact", "recent-n=2"}, rounds: 1},
 		{name: "rewrite: its call reads the analysis", strategies: []string{"rewrite"}, rounds: 3},
 		{name: "every operator and sum share the rounds", strategies: []string{"gated-reset", "augment", "rewrite", "reset", "sum"}, rounds: 3},
 		{name: "single-pass ablation", strategies: []string{"gated-reset"}, ablation: analyze.AblationSinglePass, rounds: 1},

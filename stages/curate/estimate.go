@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/conv"
+	"github.com/ac3/ac3/pipeline/llm"
 	"github.com/ac3/ac3/stages/analyze"
 	"github.com/ac3/ac3/stages/curate/curated"
 )
@@ -27,17 +29,23 @@ const (
 	// instructionTokens is the part of templateTokens before the data: the
 	// system message and the first lines, the same in every call of a step.
 	instructionTokens = 80
-	overlayTokens     = 60 // a registry block, when the turn has one
-	summaryOfReply    = 40 // a one-sentence summary in a sum context
-	analysisCallsAt   = "analysis"
+	// memoryInstructionTokens is the reflection's system message and the
+	// paragraphs before the trajectory.
+	memoryInstructionTokens = 260
+	overlayTokens           = 60 // a registry block, when the turn has one
+	summaryOfReply          = 40 // a one-sentence summary in a sum context
+	analysisCallsAt         = "analysis"
 )
 
 // turnForecast is what a strategy expects at one turn: its context when it
-// can be known without a call (known is then set), else its size.
+// can be known without a call (known is then set), else its size and, when
+// it can tell, how the context begins (prefix, for the prompt-cache
+// estimate of the calls that send it; see pipeline.Call.Prefix).
 type turnForecast struct {
 	turn   int
 	known  []conv.Message
 	tokens int
+	prefix []pipeline.Segment
 }
 
 // forecaster is implemented by strategies whose contexts need a model or
@@ -100,6 +108,8 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 			p := pipeline.Predicted{Key: pipeline.KeyOf(StageName, v.Name, t.Conv.ID, strconv.Itoa(tf.turn)), Tokens: tf.tokens}
 			if tf.known != nil {
 				p.Key, p.Prefix = pipeline.MessagesKey(tf.known), f.MessagesPrefix(tf.known)
+			} else {
+				p.Prefix = tf.prefix
 			}
 			f.Set(StageName, v.Name, tf.turn, p)
 		}
@@ -127,12 +137,28 @@ func (s *OnlineStage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline
 		sheet += x.Tokens
 	}
 	if len(fcs) > 0 {
-		role := analyzerRole(s.mem.Analyzer())
-		calls = append(calls,
-			pipeline.Call{Role: role, Key: pipeline.KeyOf("reflect", s.mem.Chain().ID, t.Conv.ID), PromptTokens: templateTokens + len(fcs)*(specTokens+evaluateTokens), CompletionTokens: reflectTokens},
-			pipeline.Call{Role: role, Key: pipeline.KeyOf("unify", s.mem.Chain().ID, t.Conv.ID), PromptTokens: templateTokens + unifyTokens + reflectTokens, CompletionTokens: unifyTokens})
+		calls = append(calls, memoryCalls(s.mem.Analyzer(), s.mem.Chain().ID, t.Conv.ID, len(fcs))...)
 	}
 	return calls, nil
+}
+
+// memoryCalls are the online memory's two calls after a conversation of
+// turns analyzed turns: the reflection on its trajectory and the unify
+// that merges the takeaways into the cheatsheet. For the prompt-cache
+// estimate each begins with its fixed instructions, the same in every
+// conversation's call, and then with what is this conversation's own (the
+// trajectory; the cheatsheet, which every conversation changes), which no
+// earlier call began with: only the instructions can be shared, and they
+// are shorter than the least a provider caches (llm.CacheableTokens), so
+// the estimate, like the providers, counts none of it cached.
+func memoryCalls(an *analyze.Analyzer, chain, convID string, turns int) []pipeline.Call {
+	role, v := analyzerRole(an), an.MemoryVersion()
+	return []pipeline.Call{
+		{Role: role, Key: pipeline.KeyOf("reflect", chain, convID), PromptTokens: templateTokens + turns*(specTokens+evaluateTokens), CompletionTokens: reflectTokens,
+			Prefix: []pipeline.Segment{{Key: pipeline.KeyOf("reflect", v), Tokens: memoryInstructionTokens}}},
+		{Role: role, Key: pipeline.KeyOf("unify", chain, convID), PromptTokens: templateTokens + unifyTokens + reflectTokens, CompletionTokens: unifyTokens,
+			Prefix: []pipeline.Segment{{Key: pipeline.KeyOf("unify", v), Tokens: instructionTokens}}},
+	}
 }
 
 // known turns built contexts into forecasts.
@@ -191,14 +217,24 @@ func messagePrefix(head string, msgs []conv.Message, f *pipeline.Forecast) []pip
 // past it every turn is analyzed, and what the context becomes depends on
 // the analysis.
 func (s *Operator) forecast(_ context.Context, c *conv.Conversation, _ int, _ *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
-	return operatorForecast(s.op, s.an, s.gate, s.sheet.Hash, c, fcs, f)
+	return operatorForecast(s.op, s.an, s.gate, s.form.rewrite, s.sheet.Hash, c, fcs, f)
 }
 
 func (s *onlineOperator) forecast(_ context.Context, c *conv.Conversation, _ int, _ *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
-	return operatorForecast(s.op, s.an, s.gate, "online", c, fcs, f)
+	return operatorForecast(s.op, s.an, s.gate, s.form.rewrite, "online", c, fcs, f)
 }
 
-func operatorForecast(op string, an *analyze.Analyzer, g Gate, memory string, c *conv.Conversation, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+// Past the floor, what a turn's context holds depends on the analysis; its
+// size is counted as the full context's (an upper bound), and for the
+// prompt-cache estimate it begins as it does while the gate stays closed:
+// with the full context of the turn before, which the previous turn's
+// request sent (see previousContext). After a reset the context and the
+// part of it a cache serves are both smaller; like the size, the estimate
+// is then an upper bound.
+//
+// The rewrite call shows the conversation right after its fixed
+// instructions, so the next turn's call begins with this one's.
+func operatorForecast(op string, an *analyze.Analyzer, g Gate, rw analyze.RewriteVariant, memory string, c *conv.Conversation, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
 	var calls []pipeline.Call
 	out := make([]turnForecast, 0, len(fcs))
 	for _, x := range fcs {
@@ -208,17 +244,51 @@ func operatorForecast(op string, an *analyze.Analyzer, g Gate, memory string, c 
 		}
 		calls = append(calls, analysisCalls(an, memory, c, x, f)...)
 		if op == curated.OpRewrite {
-			calls = append(calls, pipeline.Call{Role: analyzerRole(an), Key: pipeline.KeyOf(curated.OpRewrite, an.Version(), memory, c.ID, strconv.Itoa(x.Turn)),
-				PromptTokens: templateTokens + specTokens + evaluateTokens + x.Tokens, CompletionTokens: rewriteTokens})
+			rewrite := pipeline.Call{Role: analyzerRole(an), Key: pipeline.KeyOf(curated.OpRewrite, an.Version(), memory, c.ID, strconv.Itoa(x.Turn)),
+				PromptTokens: templateTokens + specTokens + evaluateTokens + x.Tokens, CompletionTokens: rewriteTokens}
+			if ct, ok := c.ContextBefore(x.Turn); ok {
+				rewrite.Prefix = messagePrefix(pipeline.KeyOf("rewrite", an.RewriteVersion(rw)), ct, f)
+			}
+			calls = append(calls, rewrite)
 		}
-		out = append(out, turnForecast{turn: x.Turn, tokens: x.Tokens})
+		out = append(out, turnForecast{turn: x.Turn, tokens: x.Tokens, prefix: f.MessagesPrefix(previousContext(x.Materialize(c)))})
 	}
 	return out, calls
 }
 
+// previousContext is the full context of the turn before msgs's (a full
+// context, ending with u_t): msgs up to the user message before u_t, or
+// only the system messages in front when there is none.
+func previousContext(msgs []conv.Message) []conv.Message {
+	end := len(msgs)
+	for end > 0 && msgs[end-1].Role == conv.User {
+		end-- // u_t (and a user message right before it, sent with it)
+	}
+	for end > 0 && msgs[end-1].Role != conv.User {
+		end-- // the replies to the turn before
+	}
+	if end == 0 {
+		return msgs[:systemRun(msgs)]
+	}
+	return msgs[:end]
+}
+
+// systemRun counts the system messages msgs begins with.
+func systemRun(msgs []conv.Message) int {
+	n := 0
+	for n < len(msgs) && msgs[n].Role == conv.System {
+		n++
+	}
+	return n
+}
+
 // forecast: one summary call per assistant reply before the last curated
-// turn, each reused by every later turn.
-func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, _ *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+// turn, each reused by every later turn. A turn's context is the one of the
+// turn before with the summary of the reply and the next user message
+// added, so for the prompt-cache estimate it begins with the previous
+// turn's; a summary, not known in advance, is keyed by the reply it stands
+// for.
+func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
 	sel, _ := selectTurns(c, from)
 	if len(sel) == 0 {
 		return nil, nil
@@ -232,8 +302,11 @@ func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int,
 			lastUser = ws.Message(i)
 		}
 		if isAssistantSide(m.Role) {
+			// Only the instructions are shared, too few tokens for a
+			// provider's cache: the request holds nothing else in common.
 			calls = append(calls, pipeline.Call{Role: role, Key: pipeline.KeyOf("summary", s.version, c.ID, strconv.Itoa(i)),
-				PromptTokens: templateTokens + lastUser + ws.Message(i), CompletionTokens: summaryTokens})
+				PromptTokens: templateTokens + lastUser + ws.Message(i), CompletionTokens: summaryTokens,
+				Prefix: []pipeline.Segment{{Key: pipeline.KeyOf("summary call", s.version), Tokens: instructionTokens}}})
 		}
 	}
 	out := make([]turnForecast, len(fcs))
@@ -244,30 +317,62 @@ func (s *Summarized) forecast(_ context.Context, c *conv.Conversation, from int,
 				n += summaryOfReply - ws.Message(i)
 			}
 		}
-		out[k] = turnForecast{turn: x.Turn, tokens: max(n, 0)}
+		out[k] = turnForecast{turn: x.Turn, tokens: max(n, 0), prefix: s.prefix(x.Materialize(c), f)}
 	}
 	return out, calls
+}
+
+// prefix is the prompt-cache estimate's beginning of the sum context made
+// from full, a full context: its messages, with each reply's summary in
+// place of the reply.
+func (s *Summarized) prefix(full []conv.Message, f *pipeline.Forecast) []pipeline.Segment {
+	out := f.MessagesPrefix(full)
+	for i, m := range full {
+		if isAssistantSide(m.Role) {
+			out[i] = pipeline.Segment{Key: pipeline.KeyOf("summary", s.version, string(m.Role), m.Content), Tokens: 4 + summaryOfReply}
+		}
+	}
+	return out
 }
 
 // forecast: with the classify units in the run the choice is made as the
 // run would make it (no call); without them each turn is fc or ao, not
 // known which.
-func (s *Adaptive) forecast(ctx context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, _ *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
-	if xs, err := s.Contexts(ctx, c, from, ws); err == nil {
+//
+// A policy on the paper's features asks for the turns' embeddings (a call
+// per llm.DefaultEmbedInputs texts of a conversation, counted with our
+// tokenizer), whose answers decide: each turn is then fc or ao, not known
+// which.
+func (s *Adaptive) forecast(ctx context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	var calls []pipeline.Call
+	if s.opts.Policy == PolicyScored && s.opts.Fitted.Paper() {
+		sel, _ := selectTurns(c, from)
+		if texts, err := s.embedTexts(c, sel, ws); err == nil {
+			for chunk := range slices.Chunk(texts, llm.DefaultEmbedInputs) {
+				call := pipeline.Call{Role: llm.EmbedderRole, Key: pipeline.KeyOf(append([]string{"adaptive-embed"}, chunk...)...)}
+				for _, t := range chunk {
+					call.PromptTokens += f.Count(t)
+				}
+				calls = append(calls, call)
+			}
+		}
+	} else if xs, err := s.Contexts(ctx, c, from, ws); err == nil {
 		return known(c, xs), nil
 	}
 	out := make([]turnForecast, len(fcs))
 	for k, x := range fcs {
 		out[k] = turnForecast{turn: x.Turn, tokens: x.Tokens}
 	}
-	return out, nil
+	return out, calls
 }
 
 // forecast: the inner strategy's, with the registry block (whose content
 // the constraints stage decides) making each context its own.
 func (s *constraintsOverlay) forecast(ctx context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
-	if xs, err := s.Contexts(ctx, c, from, ws); err == nil {
-		return known(c, xs), nil
+	if !callsOutside(s.inner) {
+		if xs, err := s.Contexts(ctx, c, from, ws); err == nil {
+			return known(c, xs), nil
+		}
 	}
 	var turns []turnForecast
 	var calls []pipeline.Call
@@ -277,6 +382,13 @@ func (s *constraintsOverlay) forecast(ctx context.Context, c *conv.Conversation,
 		turns = known(c, xs)
 	}
 	for i := range turns {
+		// The block is joined to the last message, u_t: the context
+		// begins as the inner one does up to it.
+		if len(turns[i].known) > 0 {
+			turns[i].prefix = f.MessagesPrefix(turns[i].known[:len(turns[i].known)-1])
+		} else if n := len(turns[i].prefix); n > 0 {
+			turns[i].prefix = turns[i].prefix[:n-1]
+		}
 		turns[i].known = nil
 		turns[i].tokens += overlayTokens
 	}

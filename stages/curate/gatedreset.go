@@ -58,6 +58,9 @@ type Operator struct {
 
 func newOperator(op string, an *analyze.Analyzer, g Gate, f form, m memory.Memory) *Operator {
 	v := fmt.Sprintf("%s;%s;floor=%d;cap=%d", templateVersion, an.Version(), g.Floor, g.Cap) + f.version(op, an)
+	if f.replay == ReplayPrefix && g.Cap > 0 && op != curated.OpAugment {
+		v += ";cap-per=prefix" // the cap counted across prefixes before
+	}
 	if m.Hash != "" {
 		v += ";memory=" + m.Hash
 	}
@@ -173,6 +176,11 @@ func (s *Operator) Contexts(ctx context.Context, c *conv.Conversation, from int,
 	for _, tr := range sel {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if s.form.replay == ReplayPrefix {
+			// Each prefix is its own item, whose history holds none of the
+			// earlier prefixes' resets: the cap counts within the item.
+			resets = 0
 		}
 		info := curated.Info{Operator: s.op, Memory: s.sheet.Hash, Resets: resets}
 		var parts []curated.Part

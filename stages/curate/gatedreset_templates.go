@@ -91,8 +91,10 @@ const (
 	// al., Section 5.4 and B.6): at turn t the context is the replacement
 	// made from turn t's analysis, or C_t unchanged when the operator does
 	// not act (a pass, the floor, the cap). This is Algorithm 1 of the AC3
-	// paper read per prefix. The cap still counts the turns at which the
-	// operator acted, in turn order, across the conversation.
+	// paper read per prefix. The cap counts within each prefix, so it
+	// never binds when only the final turn is decided: the paper's Gated
+	// Reset intervened on 72.3% of WildChat turns (§5.4), which a cap of 3
+	// counted across a conversation of 5 to 10 rounds could not allow.
 	ReplayPrefix Replay = "prefix"
 )
 
@@ -124,6 +126,7 @@ type form struct {
 	rewrite analyze.RewriteVariant
 	replay  Replay
 	texts   Texts
+	restate Restate
 }
 
 // formOf reads and checks the operator settings of opts, defaults filled in.
@@ -143,6 +146,10 @@ func formOf(opts Options) (form, error) {
 		return f, err
 	}
 	f.texts = opts.Texts
+	if (opts.Restate.Name == "") != (opts.Restate.Text == nil) {
+		return f, fmt.Errorf("a restated line needs both its name and its text (%q)", opts.Restate.Name)
+	}
+	f.restate = opts.Restate
 	return f, nil
 }
 
@@ -160,6 +167,9 @@ func (f form) version(op string, an *analyze.Analyzer) string {
 	if op != curated.OpAugment && f.replay != ReplayContinue {
 		v += ";replay=" + string(f.replay)
 	}
+	if op == curated.OpGatedReset && f.restate.Name != "" {
+		v += ";restate=" + f.restate.Name
+	}
 	return v + f.textVersion(op)
 }
 
@@ -168,10 +178,24 @@ func (f form) version(op string, an *analyze.Analyzer) string {
 // u_t. text is the rewrite's context for rewrite and unused for the resets.
 // It fails only when a user's text template does not render.
 func (f form) replacement(op string, c *conv.Conversation, head []curated.Part, a analyze.Analysis, text string, tr conv.Turn) ([]curated.Part, error) {
+	parts, err := f.replaced(op, c, head, a, text, tr)
+	if err != nil || f.restate.Text == nil || op != curated.OpGatedReset {
+		return parts, err
+	}
+	if line := f.restate.Text(c); line != "" {
+		extra := curated.TextPart(conv.User, line)
+		extra.Join = true
+		parts = append(parts, extra)
+	}
+	return parts, nil
+}
+
+// replaced is replacement without the restated line.
+func (f form) replaced(op string, c *conv.Conversation, head []curated.Part, a analyze.Analysis, text string, tr conv.Turn) ([]curated.Part, error) {
 	u := curated.MessagePart(tr.User)
 	switch {
-	case op == curated.OpRewrite && f.rewrite == analyze.RewritePaper:
-		// The paper's rewrite returns the whole message the respondent
+	case op == curated.OpRewrite && (f.rewrite == analyze.RewritePaper || f.rewrite == analyze.RewriteEarlier):
+		// The paper's rewrites return the whole message the respondent
 		// sees before u_t; it goes in as written, u_t joined after it. An
 		// empty one means the model kept nothing: u_t alone follows head.
 		parts := append(make([]curated.Part, 0, len(head)+2), head...)

@@ -39,8 +39,14 @@ func strategyRounds(st Strategy) int {
 		return operatorRounds(v.op, v.an.Depth())
 	case *onlineOperator:
 		return operatorRounds(v.op, v.an.Depth())
-	case *Summarized:
+	case *Summarized, *LLMCompact:
 		return 1
+	case *ExtractSC:
+		return strategyRounds(v.inner)
+	case *Adaptive:
+		if v.opts.Policy == PolicyScored && v.opts.Fitted.Paper() {
+			return 1 // the turns' embeddings, all in one round
+		}
 	}
 	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ac3/ac3/pipeline"
@@ -94,6 +95,9 @@ func (s *Stage) ModelWindow() int {
 		if an := analyzerOf(st); an != nil {
 			n = max(n, pipeline.DefaultWindow(an.Client(), an.Role()))
 		}
+		if lc := llmCompactOf(st); lc != nil {
+			n = max(n, pipeline.DefaultWindow(lc.an.Client(), lc.role))
+		}
 	}
 	return n
 }
@@ -108,6 +112,9 @@ func (s *Stage) Prompts() []*prompt.Template {
 		if an := analyzerOf(st); an != nil && !seen[an] {
 			seen[an] = true
 			out = append(out, an.Prompts()...)
+		}
+		if lc := llmCompactOf(st); lc != nil && !slices.Contains(out, lc.tmpl) {
+			out = append(out, lc.tmpl)
 		}
 		if f, ok := formOfStrategy(st); ok {
 			for _, t := range []*prompt.Template{f.texts.Reset, f.texts.Augment, f.texts.RewriteFrame} {
@@ -145,6 +152,23 @@ func analyzerOf(st Strategy) *analyze.Analyzer {
 		return v.an
 	case *Summarized:
 		return v.an
+	case *LLMCompact:
+		return v.an
+	case *ExtractSC:
+		return analyzerOf(v.inner)
+	}
+	return nil
+}
+
+// llmCompactOf returns the llm-compact strategy under st, nil for none.
+func llmCompactOf(st Strategy) *LLMCompact {
+	switch v := st.(type) {
+	case *constraintsOverlay:
+		return llmCompactOf(v.inner)
+	case *ExtractSC:
+		return llmCompactOf(v.inner)
+	case *LLMCompact:
+		return v
 	}
 	return nil
 }

@@ -71,17 +71,38 @@ type Options struct {
 	// Rewrite is the rewrite operator's prompt: analyze.RewriteAC3 ("" too)
 	// or analyze.RewritePaper.
 	Rewrite analyze.RewriteVariant
+	// Sum is sum's form: SumAC3 ("" too) or SumPaper.
+	Sum SumForm
 	// Replay is how reset, gated-reset and rewrite build the turns after
 	// they acted: ReplayContinue ("" too) or ReplayPrefix.
 	Replay Replay
 	// Adaptive configures the adaptive strategy.
 	Adaptive AdaptiveOptions
+	// Filler gives filler corpora to draw from (zero: ac3's sentences).
+	Filler FillerOptions
 	// Memory is the cheatsheet step 2 of the analysis receives (offline
 	// regime); zero for none.
 	Memory memory.Memory
 	// Texts replace the AC3 operators' fixed texts (the reset template,
 	// augment's note, the rewrite's frame) with users' templates.
 	Texts Texts
+	// Compact configures the compactors (recent-n, llm-compact,
+	// extract-sc, plugin=NAME); see strategy_compact.go.
+	Compact CompactOptions
+	// Restate adds a line after u_t in the contexts gated-reset rebuilds
+	// (zero: none).
+	Restate Restate
+}
+
+// Restate is a line gated-reset's rebuilt contexts add after the user's
+// latest message, for the conversations Text gives one for ("" for none):
+// in the AC3 paper's LiC actions runs the Gated Reset row restates there
+// the system prompt's instruction to repeat every function call, the other
+// rows have it only in the system prompt (App. B.1.3). Name identifies it
+// in gated-reset's version.
+type Restate struct {
+	Name string
+	Text func(c *conv.Conversation) string `json:"-"`
 }
 
 // Names lists the deterministic strategies, the ones ByName builds.
@@ -105,7 +126,7 @@ func ModelNames() []string { return slices.Clone(modelNames) }
 // (adaptive and overlays alone do not).
 func NeedsModel(name string) bool {
 	s, err := parseSpec(name)
-	return err == nil && slices.Contains(modelNames, s.Name) && s.Name != "adaptive"
+	return err == nil && (slices.Contains(modelNames, s.Name) && s.Name != "adaptive" || compactNeedsModel(s.Name))
 }
 
 // ByName returns the strategy called name, with the overlay it names
@@ -161,7 +182,7 @@ func modelByName(name string, opts Options) (Strategy, bool, error) {
 		if opts.Analyzer == nil {
 			return nil, false, nil
 		}
-		return newSummarized(opts.Analyzer), true, nil
+		return newSummarized(opts.Analyzer, opts.Sum), true, nil
 	case "adaptive":
 		s, err := newAdaptive(opts)
 		if errors.Is(err, errAdaptiveInputs) {
@@ -176,6 +197,11 @@ func baseByName(spec Spec, opts Options) (Strategy, error) {
 	if s, ok, err := modelByName(spec.Name, opts); ok || err != nil {
 		return s, err
 	}
+	if s, ok, err := compactorByName(spec.Name, opts); s != nil || err != nil {
+		return s, err
+	} else if ok {
+		return nil, fmt.Errorf("building strategy %q: it needs a model; configure an endpoint for the analyzer role (or stages.curate.llm_compact.role)", spec.Name)
+	}
 	switch spec.Name {
 	case "fc":
 		return FullContext{}, nil
@@ -188,7 +214,10 @@ func baseByName(spec Spec, opts Options) (Strategy, error) {
 	case "concat":
 		return ConcatUser{}, nil
 	case "filler":
-		return Filler{}, nil
+		if err := opts.Filler.Validate(); err != nil {
+			return nil, fmt.Errorf("building strategy %q: %w", spec.Name, err)
+		}
+		return Filler{Options: opts.Filler}, nil
 	}
 	if spec.Name == "adaptive" {
 		return nil, fmt.Errorf("building strategy %q: it needs the classify stage's turn types (policy %s) or a policy fitted by 'ac3 policy fit' (policy %s)",
@@ -198,8 +227,8 @@ func baseByName(spec Spec, opts Options) (Strategy, error) {
 		return nil, fmt.Errorf("building strategy %q: it needs a model; configure an endpoint for the analyzer role (deterministic strategies: %s)",
 			spec.Name, strings.Join(Names(), ", "))
 	}
-	return nil, fmt.Errorf("building strategy %q: unknown strategy (valid: %s; with a model: %s)",
-		spec.Name, strings.Join(Names(), ", "), strings.Join(modelNames, ", "))
+	return nil, fmt.Errorf("building strategy %q: unknown strategy (valid: %s; with a model: %s; compactors: %s)",
+		spec.Name, strings.Join(Names(), ", "), strings.Join(modelNames, ", "), strings.Join(CompactorNames(), ", "))
 }
 
 // Spec is one item of a strategy LIST: a strategy name and the overlays

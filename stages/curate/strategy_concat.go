@@ -2,6 +2,7 @@ package curate
 
 import (
 	"context"
+	"slices"
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/tokens"
@@ -13,6 +14,13 @@ import (
 // tool and mid-conversation system messages are dropped. User messages are
 // joined as written, without trimming, so the parts stay references.
 //
+// When user messages up to t carry the text they were worded from
+// (conv.Message.Original: a simulated user rephrased a task's pieces), the
+// joined message is made of those originals instead, as Laban et al.'s
+// Concat User joins the pieces themselves, not the simulator's wording; a
+// user message worded from nothing (the simulator's small talk) then adds
+// nothing. Originals are literal parts, so such contexts store their text.
+//
 // The joined message's tokens are counted whole for every turn, because
 // tokens do not add up across a join: this strategy tokenizes the user text
 // about t/2 times over, which is cheap for chat-length conversations but
@@ -22,8 +30,9 @@ type ConcatUser struct{}
 // Name returns "concat".
 func (ConcatUser) Name() string { return "concat" }
 
-// Version returns the version of concat's output.
-func (ConcatUser) Version() string { return "1" }
+// Version returns the version of concat's output: 2 joins the messages'
+// originals when they have them.
+func (ConcatUser) Version() string { return "2" }
 
 // Contexts builds the concat context for each turn t >= from.
 func (s ConcatUser) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
@@ -35,30 +44,43 @@ func (s ConcatUser) Contexts(ctx context.Context, c *conv.Conversation, from int
 		return nil, nil
 	}
 	head, headCost := systemHead(c, ws)
-	last := sel[len(sel)-1].Index
-	parts := make([]curated.Part, 0, len(head)+last)
-	parts = append(parts, head...)
-	for k := range last {
-		p := curated.MessagePart(all[k].User)
-		p.Join = k > 0
-		parts = append(parts, p)
-	}
 	out := make([]curated.Context, 0, len(sel))
 	for _, t := range sel {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		n := len(head) + t.Index
+		parts, plain := concatParts(c, all[:t.Index])
+		parts = append(slices.Clip(head), parts...)
 		var content int
-		if t.Index == 1 {
+		if plain && t.Index == 1 {
 			content = ws.Message(t.User)
 		} else {
-			content = ws.Counter().Count(curated.GroupContent(c, parts[len(head):n]))
+			content = ws.Counter().Count(curated.GroupContent(c, parts[len(head):]))
 		}
 		out = append(out, curated.Context{
-			Strategy: s.Name(), Turn: t.Index, Parts: parts[:n:n], Messages: len(head) + 1,
+			Strategy: s.Name(), Turn: t.Index, Parts: parts, Messages: len(head) + 1,
 			Tokens: tokens.ReplyPrimer + headCost + ws.Cost(conv.User, content),
 		})
 	}
 	return out, nil
+}
+
+// concatParts is the joined user message of turns: references to the user
+// messages (plain), or, when any of them has an original, the originals as
+// literal parts.
+func concatParts(c *conv.Conversation, turns []conv.Turn) (parts []curated.Part, plain bool) {
+	plain = !slices.ContainsFunc(turns, func(t conv.Turn) bool { return c.Messages[t.User].Original != "" })
+	for _, t := range turns {
+		p := curated.MessagePart(t.User)
+		if !plain {
+			o := c.Messages[t.User].Original
+			if o == "" {
+				continue
+			}
+			p = curated.TextPart(conv.User, o)
+		}
+		p.Join = len(parts) > 0
+		parts = append(parts, p)
+	}
+	return parts, plain
 }

@@ -18,16 +18,25 @@ import (
 // count is as close as possible to message i's. It is therefore the same in
 // every turn's context and in every run with the same encoding. Empty
 // messages are kept as they are; there is nothing to match.
-type Filler struct{}
+//
+// With Options' corpora (Huang et al.'s setting: Wikipedia passages, and
+// code for code carryover) the filler is instead a cut of a passage
+// stream from the corpus, stored as literal text (see corpusContexts).
+type Filler struct {
+	Options FillerOptions
+}
 
 // Name returns "filler".
 func (Filler) Name() string { return "filler" }
 
 // Version returns the version of filler's output.
-func (Filler) Version() string { return curated.FillerVersion }
+func (s Filler) Version() string { return s.Options.version() }
 
 // Contexts builds the filler context for each turn t >= from.
 func (s Filler) Contexts(ctx context.Context, c *conv.Conversation, from int, ws *Workspace) ([]curated.Context, error) {
+	if s.Options.Text != nil || s.Options.Code != nil {
+		return s.corpusContexts(ctx, c, from, ws)
+	}
 	sel, view, cost, err := messageView(ctx, c, from, ws, func(i int) (curated.Part, int, bool) {
 		m := c.Messages[i]
 		target := ws.Message(i)

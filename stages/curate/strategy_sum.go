@@ -2,6 +2,7 @@ package curate
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/stages/analyze"
@@ -22,11 +23,56 @@ const SummaryPrefix = "[Summary of an earlier reply] "
 // context records the calls of the summaries it was the first to need.
 type Summarized struct {
 	an      *analyze.Analyzer
+	form    SumForm
 	version string
 }
 
-func newSummarized(an *analyze.Analyzer) *Summarized {
-	return &Summarized{an: an, version: "1;" + an.SummaryVersion()}
+// SumForm is how sum asks for and shows a summary.
+type SumForm string
+
+const (
+	// SumAC3 (the default; "" too) asks with the reply and the user message
+	// it answers, for one sentence with the reply's specifics, and shows it
+	// behind SummaryPrefix.
+	SumAC3 SumForm = "ac3"
+	// SumPaper is Huang et al.'s (A.3): one user message asking for exactly
+	// one sentence about the reply alone; the answer takes the reply's place
+	// as it is, with no label.
+	SumPaper SumForm = "paper"
+)
+
+// ParseSumForm reads a sum_variant setting ("" is SumAC3).
+func ParseSumForm(s string) (SumForm, error) {
+	switch SumForm(s) {
+	case "", SumAC3:
+		return SumAC3, nil
+	case SumPaper:
+		return SumPaper, nil
+	}
+	return "", fmt.Errorf("%q: want ac3 (our summary, labelled) or paper (Huang et al.'s one sentence, unlabelled)", s)
+}
+
+func newSummarized(an *analyze.Analyzer, form SumForm) *Summarized {
+	if form == SumPaper {
+		return &Summarized{an: an, form: form, version: "paper-1;" + an.SummaryPaperVersion()}
+	}
+	return &Summarized{an: an, form: SumAC3, version: "1;" + an.SummaryVersion()}
+}
+
+// summarize asks the summary of one reply in s's form.
+func (s *Summarized) summarize(ctx context.Context, user, reply string, reroll int) (string, analyze.Usage, error) {
+	if s.form == SumPaper {
+		return s.an.SummarizePaper(ctx, reply, reroll)
+	}
+	return s.an.Summarize(ctx, user, reply, reroll)
+}
+
+// shown is a summary as the context shows it.
+func (s *Summarized) shown(text string) string {
+	if s.form == SumPaper {
+		return text
+	}
+	return SummaryPrefix + text
 }
 
 // Name returns "sum".
@@ -67,7 +113,7 @@ func (s *Summarized) prefetch(ctx context.Context, c *conv.Conversation, sel []c
 		if _, ok := ws.recall(s.summaryKey(i)); ok {
 			continue
 		}
-		text, use, err := s.an.Summarize(ctx, lastUser, m.Content, ws.Retry())
+		text, use, err := s.summarize(ctx, lastUser, m.Content, ws.Retry())
 		if err == nil {
 			ws.remember(s.summaryKey(i), prefetchedSummary{summaryResult{text: text, use: use}})
 		}
@@ -116,7 +162,7 @@ func (s *Summarized) Contexts(ctx context.Context, c *conv.Conversation, from in
 				v = p.summaryResult
 				ws.remember(k, v)
 			} else if !ok {
-				text, use, err := s.an.Summarize(ctx, lastUser, m.Content, ws.Retry())
+				text, use, err := s.summarize(ctx, lastUser, m.Content, ws.Retry())
 				info.OperatorUsage.Add(use)
 				if err != nil {
 					if raw, ok := analyze.Failure(err); ok {
@@ -127,7 +173,7 @@ func (s *Summarized) Contexts(ctx context.Context, c *conv.Conversation, from in
 				v = summaryResult{text: text, use: use}
 				ws.remember(k, v)
 			}
-			view = append(view, curated.TextPart(m.Role, SummaryPrefix+v.(summaryResult).text))
+			view = append(view, curated.TextPart(m.Role, s.shown(v.(summaryResult).text)))
 		}
 		parts := make([]curated.Part, 0, len(head)+len(view))
 		parts = append(append(parts, head...), view...)

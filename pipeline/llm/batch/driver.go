@@ -268,9 +268,10 @@ func (d *Driver) writeInput(ctx context.Context, b ledger.Batch) (*os.File, erro
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var line []byte
+	url := d.o.Client.BatchURL(b.Endpoint)
 	err = d.o.Ledger.BatchLines(ctx, b.ID, func(key string, body []byte) error {
 		var err error
-		line, err = AppendInputLine(line[:0], key, body)
+		line, err = AppendInputLineURL(line[:0], url, key, body)
 		if err != nil {
 			return err
 		}
@@ -504,7 +505,8 @@ func (d *Driver) importLine(ctx context.Context, b ledger.Batch, r Result, st *I
 	return nil
 }
 
-// ErrMalformed marks an answer line whose body is not a chat completion.
+// ErrMalformed marks an answer line whose body is not a chat completion
+// (or, for the embedder's endpoint, not an embeddings answer).
 var ErrMalformed = errors.New("malformed answer")
 
 // Import stores a 200 answer body for req (found in batch batchID, or 0
@@ -513,7 +515,7 @@ var ErrMalformed = errors.New("malformed answer")
 // settled. A body that is not a chat completion is an error wrapping
 // ErrMalformed.
 func Import(ctx context.Context, c *llm.Client, l *ledger.Ledger, batchID int64, req ledger.BatchRequest, body []byte) (bool, error) {
-	cr, err := llm.ParseCompletion(body)
+	cr, err := c.ParseAnswer(req.Endpoint, body)
 	if err != nil {
 		return false, fmt.Errorf("request %s: %w: %v", req.Key, ErrMalformed, err)
 	}

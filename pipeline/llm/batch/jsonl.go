@@ -8,10 +8,17 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/ac3/ac3/pipeline/llm"
 )
 
-// ChatURL is the url of every input line: batches carry chat completions.
-const ChatURL = "/v1/chat/completions"
+// ChatURL is the url of chat-completions input lines, and EmbedURL of
+// embeddings lines (the embedder role's endpoint): a batch carries one or
+// the other, as its endpoint serves one kind of model.
+const (
+	ChatURL  = "/v1/chat/completions"
+	EmbedURL = llm.EmbedURL
+)
 
 // linePrefix and lineSuffix frame an input line around its custom_id and
 // body.
@@ -25,6 +32,12 @@ const (
 // vLLM's run_batch reads too) for the request with key and chat-completions
 // body to dst. body must be one JSON object.
 func AppendInputLine(dst []byte, key string, body []byte) ([]byte, error) {
+	return AppendInputLineURL(dst, ChatURL, key, body)
+}
+
+// AppendInputLineURL is AppendInputLine for a request to url (ChatURL or
+// EmbedURL).
+func AppendInputLineURL(dst []byte, url, key string, body []byte) ([]byte, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
 		return dst, fmt.Errorf("request %s: its body is not a JSON object", key)
@@ -38,14 +51,20 @@ func AppendInputLine(dst []byte, key string, body []byte) ([]byte, error) {
 	}
 	dst = append(dst, linePrefix...)
 	dst = strconv.AppendQuote(dst, key)
-	dst = append(dst, lineMiddle...)
+	if url == ChatURL {
+		dst = append(dst, lineMiddle...)
+	} else {
+		dst = append(dst, `,"method":"POST","url":`...)
+		dst = strconv.AppendQuote(dst, url)
+		dst = append(dst, `,"body":`...)
+	}
 	dst = append(dst, body...)
 	return append(dst, lineSuffix...), nil
 }
 
-// LineSize is the size in bytes of the input line of a request whose key
-// needs no escaping (cache keys are hex) and whose compact body is
-// bodyLen bytes long.
+// LineSize is the size in bytes of the chat input line of a request whose
+// key needs no escaping (cache keys are hex) and whose compact body is
+// bodyLen bytes long; an embeddings line (a shorter url) is smaller.
 func LineSize(key string, bodyLen int) int64 {
 	return int64(len(linePrefix) + len(key) + 2 + len(lineMiddle) + bodyLen + len(lineSuffix))
 }
@@ -201,4 +220,19 @@ func ReadInput(r io.Reader, fn func(line int, in InputLine) error) error {
 			return fmt.Errorf("reading input, line %d: %w", n, err)
 		}
 	}
+}
+
+// URLOf is the url of the input line for a request body: EmbedURL for an
+// embeddings body (an "input" and no "messages"), else ChatURL. A file of
+// requests exported for several models (vLLM's run_batch reads both
+// kinds) names each line's url with it.
+func URLOf(body []byte) string {
+	var probe struct {
+		Input    json.RawMessage `json:"input"`
+		Messages json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &probe) == nil && len(probe.Input) > 0 && len(probe.Messages) == 0 {
+		return EmbedURL
+	}
+	return ChatURL
 }

@@ -253,8 +253,8 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		writeError(w, http.StatusBadRequest, "No such File object: "+req.InputFileID, "", nil)
 		return
-	case req.Endpoint != "/v1/chat/completions":
-		writeError(w, http.StatusBadRequest, "endpoint must be /v1/chat/completions here", "", nil)
+	case req.Endpoint != chatURL && req.Endpoint != embedURL:
+		writeError(w, http.StatusBadRequest, "endpoint must be /v1/chat/completions or /v1/embeddings here", "", nil)
 		return
 	case req.CompletionWindow != "24h":
 		writeError(w, http.StatusBadRequest, "completion_window must be 24h", "", nil)
@@ -262,7 +262,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	b := &batchJob{id: s.newID("batch"), inputFile: f.id, endpoint: req.Endpoint, window: req.CompletionWindow,
 		metadata: req.Metadata, created: time.Now(), status: "validating"}
-	lines, verrs := validate(f.data)
+	lines, verrs := validate(f.data, req.Endpoint)
 	b.total = len(lines)
 	switch {
 	case s.batchOpts.Fail != "":
@@ -284,9 +284,16 @@ type inputLine struct {
 	Body     json.RawMessage `json:"body"`
 }
 
-// validate reads an input file as the API would, returning its lines and
-// the errors that fail the whole batch.
-func validate(data []byte) ([]inputLine, []map[string]any) {
+// The urls a batch may carry: every line of a batch has its endpoint's.
+const (
+	chatURL  = "/v1/chat/completions"
+	embedURL = "/v1/embeddings"
+)
+
+// validate reads an input file as the API would for a batch of endpoint
+// (chatURL or embedURL), returning its lines and the errors that fail the
+// whole batch.
+func validate(data []byte, endpoint string) ([]inputLine, []map[string]any) {
 	var lines []inputLine
 	var errs []map[string]any
 	seen := map[string]bool{}
@@ -309,8 +316,8 @@ func validate(data []byte) ([]inputLine, []map[string]any) {
 			bad("missing custom_id")
 		case seen[l.CustomID]:
 			bad("duplicate custom_id " + l.CustomID)
-		case l.Method != "POST" || l.URL != "/v1/chat/completions":
-			bad("method must be POST and url /v1/chat/completions")
+		case l.Method != "POST" || l.URL != endpoint:
+			bad("method must be POST and url " + endpoint + ", the batch's endpoint")
 		case len(l.Body) == 0:
 			bad("missing body")
 		default:
@@ -438,7 +445,7 @@ func (s *Server) finish(b *batchJob) {
 	cancelling := b.status == "cancelling"
 	expireAfter := s.batchOpts.ExpireAfter
 	s.mu.Unlock()
-	lines, _ := validate(f.data)
+	lines, _ := validate(f.data, b.endpoint)
 	var out, errs bytes.Buffer
 	completed, failed := 0, 0
 	write := func(buf *bytes.Buffer, l outputLine) {
@@ -458,7 +465,7 @@ func (s *Server) finish(b *batchJob) {
 			failed++
 			continue
 		}
-		hr := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(l.Body))
+		hr := httptest.NewRequest(http.MethodPost, l.URL, bytes.NewReader(l.Body))
 		if s.opts.Key != "" {
 			hr.Header.Set("Authorization", "Bearer "+s.opts.Key)
 		}

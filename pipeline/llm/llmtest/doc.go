@@ -9,6 +9,15 @@
 // misbehaves on purpose with a Fault. Options.Latency delays every answer
 // (never a fault), for benchmarks that need a model's pace.
 //
+// It also answers POST /v1/embeddings (and /embeddings) deterministically:
+// each input gets Embedding(text, Options.EmbedDim), a normalized hashed
+// bag of words, so texts on one topic lie nearer each other than texts on
+// another, with usage EmbedTokens (len/4+1 a text). Rules and chaos match
+// embeddings requests as they match chat ones (ChatRequest.Inputs reads
+// their texts), and the same faults apply: Truncated cuts the body,
+// Malformed sends no data, Garbled sends one vector short. Batches of
+// /v1/embeddings lines are emulated like chat batches.
+//
 // # Faults
 //
 // Every fault a client must survive can be injected:
@@ -79,6 +88,11 @@
 // recorded as done: compare each Call.Time with the completion time of the
 // unit whose request has that Key. Options.ArrivalLog also streams the
 // arrivals as JSON lines, one per request, as they happen.
+//
+// A test that kills and restarts client processes gives each its own Door,
+// another address served alike, and reads whose a request was from
+// Call.Door: the time of an arrival cannot tell, since a request a process
+// wrote just before its kill may be read after the next process started.
 //
 // A Server can also enforce its own request-rate limit and count the
 // requests that broke it (Violations, MaxInWindow), to catch clients that

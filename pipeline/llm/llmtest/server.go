@@ -64,6 +64,9 @@ type Options struct {
 	// CacheWindow is how many recent requests the prompt cache remembers
 	// (default 2048).
 	CacheWindow int
+	// EmbedDim is the length of the vectors /v1/embeddings answers with
+	// (default 64; see Embedding).
+	EmbedDim int
 }
 
 // KeyHeader is the request header in which ac3's client sends its cache key
@@ -88,6 +91,9 @@ type ChatRequest struct {
 	Seed           *int64          `json:"seed"`
 	Stop           json.RawMessage `json:"stop"`
 	ResponseFormat json.RawMessage `json:"response_format"`
+	// Input is an embeddings request's input (a string or an array of
+	// strings); see Inputs.
+	Input json.RawMessage `json:"input"`
 	// Fields holds every top-level field, for extras.
 	Fields map[string]json.RawMessage `json:"-"`
 }
@@ -332,13 +338,23 @@ type Call struct {
 	Cached int
 	// Conn numbers the client connection the request came on, from 1 in
 	// the order the server accepted them. A connection belongs to one
-	// client process, so a test that kills and restarts clients can tell
-	// whose a request was even when its arrival is logged after the kill.
+	// client process, but its number does not say which: one a killed
+	// process opened can be accepted after the next process started (Door
+	// tells).
 	Conn uint64
+	// Door is the number Door gave the address the request came to, 0 for
+	// URL. A test that gives each client process a door of its own knows
+	// whose every request was, even one the process wrote just before it
+	// was killed on a connection the server accepted only afterwards.
+	Door int
 }
 
-// connKey carries a connection's number in its requests' contexts.
-type connKey struct{}
+// connKey carries a connection's number in its requests' contexts, and
+// doorKey the door it came through.
+type (
+	connKey struct{}
+	doorKey struct{}
+)
 
 // Arrival is one line of Options.ArrivalLog.
 type Arrival struct {
@@ -356,6 +372,7 @@ type Server struct {
 
 	opts    Options
 	srv     *httptest.Server
+	handler http.Handler // what URL and every door serve
 	closing chan struct{}
 
 	mu         sync.Mutex
@@ -376,7 +393,8 @@ type Server struct {
 	order     []string // batch ids in creation order
 	nextID    int
 
-	conns atomic.Uint64 // connections accepted so far
+	conns atomic.Uint64  // connections accepted so far
+	doors []*http.Server // opened by Door; guarded by mu
 	// requests counts every HTTP request, of any path, refused or not.
 	requests atomic.Int64
 }
@@ -401,6 +419,9 @@ func New(tb TB, opts Options) *Server {
 	if opts.Default.Content == "" {
 		opts.Default.Content = "ok"
 	}
+	if opts.EmbedDim <= 0 {
+		opts.EmbedDim = 64
+	}
 	s := &Server{opts: opts, closing: make(chan struct{}), chaos: opts.Chaos, seen: map[string]int{}, faulted: map[string]int{},
 		batchOpts: opts.Batch, files: map[string]*file{}, batches: map[string]*batchJob{}}
 	if !opts.NoPrefixCache {
@@ -409,18 +430,44 @@ func New(tb TB, opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handle)
 	mux.HandleFunc("POST /chat/completions", s.handle)
+	mux.HandleFunc("POST /v1/embeddings", s.handle)
+	mux.HandleFunc("POST /embeddings", s.handle)
 	s.routeBatch(mux)
-	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		mux.ServeHTTP(w, r)
-	}))
-	s.srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
-		return context.WithValue(ctx, connKey{}, s.conns.Add(1))
-	}
+	})
+	s.srv = httptest.NewUnstartedServer(s.handler)
+	s.srv.Config.ConnContext = s.connContext(0)
 	s.srv.Start()
 	s.URL = s.srv.URL + "/v1"
 	tb.Cleanup(s.Close)
 	return s
+}
+
+// connContext numbers each connection and records the door it came
+// through.
+func (s *Server) connContext(door int) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(context.WithValue(ctx, connKey{}, s.conns.Add(1)), doorKey{}, door)
+	}
+}
+
+// Door opens another address served exactly as URL is, and returns its base
+// URL (with /v1) and its number, which Call.Door carries for every request
+// that comes through it. Close closes it too.
+func (s *Server) Door() (url string, door int, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", 0, fmt.Errorf("opening a door: %w", err)
+	}
+	s.mu.Lock()
+	door = len(s.doors) + 1
+	hs := &http.Server{Handler: s.handler, ConnContext: s.connContext(door)}
+	s.doors = append(s.doors, hs)
+	s.mu.Unlock()
+	go func() { _ = hs.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/v1", door, nil
 }
 
 // Close releases hanging handlers and stops the server. It is safe to call
@@ -432,6 +479,12 @@ func (s *Server) Close() {
 	default:
 	}
 	close(s.closing)
+	s.mu.Lock()
+	doors := s.doors
+	s.mu.Unlock()
+	for _, hs := range doors {
+		_ = hs.Close()
+	}
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
@@ -560,7 +613,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, body []byte, key
 	nth := s.seen[id]
 	idx := len(s.calls)
 	conn, _ := r.Context().Value(connKey{}).(uint64)
-	logged := Call{Time: now, Path: r.URL.Path, Key: key, PromptHash: ph, Nth: nth, Batch: batch, Conn: conn}
+	door, _ := r.Context().Value(doorKey{}).(int)
+	logged := Call{Time: now, Path: r.URL.Path, Key: key, PromptHash: ph, Nth: nth, Batch: batch, Conn: conn, Door: door}
 	if !s.opts.Lean {
 		logged.Header, logged.Body, logged.Request = r.Header.Clone(), body, req
 	}
@@ -695,6 +749,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req ChatRequest
 		w.Header().Set(k, v)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if isEmbed(r) {
+		_, _ = w.Write(embeddings(req, reply, s.opts.Model, s.opts.EmbedDim, 0))
+		return http.StatusOK, ""
+	}
 	_, _ = w.Write(completion(req, reply, s.opts.Model, cached))
 	return http.StatusOK, ""
 }
@@ -751,12 +809,19 @@ func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, 
 			return 0, Reply{}, false
 		case Truncated:
 			b := completion(req, Reply{Content: "this answer is cut short"}, s.opts.Model, cached)
+			if isEmbed(r) {
+				b = embeddings(req, Reply{}, s.opts.Model, s.opts.EmbedDim, 0)
+			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(b[:len(b)/2])
 			return http.StatusOK, Reply{}, false
 		case Malformed:
 			w.Header().Set("Content-Type", "application/json")
+			if isEmbed(r) {
+				_, _ = w.Write([]byte(`{"object":"list","model":"` + s.opts.Model + `","data":[]}`))
+				return http.StatusOK, Reply{}, false
+			}
 			_, _ = w.Write([]byte(`{"id":"chatcmpl-test","object":"chat.completion","model":"` + s.opts.Model + `","choices":[]}`))
 			return http.StatusOK, Reply{}, false
 		case Garbled:
@@ -765,6 +830,11 @@ func (s *Server) fault(w http.ResponseWriter, r *http.Request, req ChatRequest, 
 				content = garbledContent
 			}
 			w.Header().Set("Content-Type", "application/json")
+			if isEmbed(r) {
+				// One vector short: a client must not take it.
+				_, _ = w.Write(embeddings(req, Reply{}, s.opts.Model, s.opts.EmbedDim, 1))
+				return http.StatusOK, Reply{}, false
+			}
 			_, _ = w.Write(completion(req, Reply{Content: content}, s.opts.Model, cached))
 			return http.StatusOK, Reply{}, false
 		}

@@ -236,3 +236,39 @@ func TestChaosFaultMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestDoorsTellWhoseARequestWas: requests through each door are logged
+// with its number, those through URL with 0; every door is served alike
+// (rules, faults, the log) and closed with the server.
+func TestDoorsTellWhoseARequestWas(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Options{})
+	srv.Reply("hello", "hi")
+	body := `{"model":"m","messages":[{"role":"user","content":"hello"}]}`
+	var urls []string
+	for range 2 {
+		url, door, err := srv.Door()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if door != len(urls)+1 {
+			t.Fatalf("door %d, want %d", door, len(urls)+1)
+		}
+		urls = append(urls, url)
+	}
+	for _, url := range []string{urls[1], srv.URL, urls[0], urls[1]} {
+		if code := post(t, url, body); code != http.StatusOK {
+			t.Fatalf("%s: status %d", url, code)
+		}
+	}
+	var doors []int
+	for _, c := range srv.Calls() {
+		doors = append(doors, c.Door)
+	}
+	if fmt.Sprint(doors) != "[2 0 1 2]" {
+		t.Errorf("doors logged %v, want [2 0 1 2]", doors)
+	}
+	srv.Close()
+	if _, err := http.Post(urls[0]+"/chat/completions", "application/json", strings.NewReader(body)); err == nil {
+		t.Error("a door still answered after Close")
+	}
+}

@@ -49,8 +49,17 @@ func (f cacheFigures) share() float64 {
 // endpoint and returns the figures of each stage and the total ("all").
 func runE2ECached(tb testing.TB, answers answerLength, input string) (result []cacheFigures, dryRun string) {
 	tb.Helper()
+	result, dryRun, _ = runCached(tb, answers, input, analyzetest.Script{}, nil)
+	return result, dryRun
+}
+
+// runCached is runE2ECached with the analyzer's answers scripted by script
+// and the config's text changed by edit (nil: as shipped).
+// It also returns every request the endpoint received.
+func runCached(tb testing.TB, answers answerLength, input string, script analyzetest.Script, edit func(string) string) (result []cacheFigures, dryRun string, calls []llmtest.Call) {
+	tb.Helper()
 	srv := llmtest.New(tb, llmtest.Options{})
-	analyzetest.Install(srv, analyzetest.Script{})
+	analyzetest.Install(srv, script)
 	srv.Add(llmtest.Rule{Name: "e2e", Func: e2eModel(answers)})
 
 	dir := tb.TempDir()
@@ -63,6 +72,9 @@ func runE2ECached(tb testing.TB, answers answerLength, input string) (result []c
 	text = strings.ReplaceAll(text, "../wildchat/", fixtures+"/wildchat/")
 	if input != "" {
 		text = strings.ReplaceAll(text, "wildchat-1m-sample10.jsonl", input)
+	}
+	if edit != nil {
+		text = edit(text)
 	}
 	path := filepath.Join(dir, "e2e.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
@@ -159,7 +171,7 @@ func runE2ECached(tb testing.TB, answers answerLength, input string) (result []c
 		}
 	}
 	slices.SortFunc(out, func(a, b cacheFigures) int { return strings.Compare(a.stage, b.stage) })
-	return append(out, *all), dry.String()
+	return append(out, *all), dry.String(), srv.Calls()
 }
 
 // answerLength is how long the scripted respondent's answers are.

@@ -44,9 +44,13 @@ const (
 	// KindRewritePaper is the rewrite call with the paper variant's prompt
 	// (analyze.RewritePaper); Script.Rewrite answers both.
 	KindRewritePaper = "rewrite-paper"
-	KindSummary      = "summary"
-	KindReflect      = "reflect"
-	KindUnify        = "unify"
+	// KindRewriteEarlier is the rewrite call with the earlier variant's
+	// prompt (analyze.RewriteEarlier); Script.Rewrite gives its task
+	// specification, and the verified work is "None".
+	KindRewriteEarlier = "rewrite-earlier"
+	KindSummary        = "summary"
+	KindReflect        = "reflect"
+	KindUnify          = "unify"
 )
 
 // Kind tells which analyzer call a request is, from its system message ("" for
@@ -56,7 +60,7 @@ func Kind(req llmtest.ChatRequest) string {
 	switch {
 	case strings.Contains(sys, "into a precise task specification. You only ever see"):
 		return KindSpec
-	case strings.Contains(sys, "You turn a conversation into a precise task specification"):
+	case strings.Contains(sys, "You turn the conversation into a precise task specification"):
 		return KindContagious
 	case strings.Contains(sys, "You review an assistant's work"):
 		return KindEvaluate
@@ -66,6 +70,8 @@ func Kind(req llmtest.ChatRequest) string {
 		return KindRewrite
 	case strings.Contains(sys, "You write the one message that will stand in for a conversation's history"):
 		return KindRewritePaper
+	case strings.Contains(sys, "You prepare a compacted context for an AI assistant"):
+		return KindRewriteEarlier
 	case strings.Contains(sys, "You summarise one reply"):
 		return KindSummary
 	case strings.Contains(sys, "You help a reviewer"):
@@ -157,6 +163,8 @@ func Install(s *llmtest.Server, sc Script) {
 				// The paper variant may reason in plain text before its section.
 				prefix = "Thinking it over: keep what the notes call on track.\n\n"
 				fields = []string{"context", pick(sc.Rewrite, "briefing of turn "+strconv.Itoa(t))}
+			case KindRewriteEarlier:
+				fields = []string{"task_spec", pick(sc.Rewrite, "1) briefing of turn "+strconv.Itoa(t)), "verified_work", "None"}
 			case KindSummary:
 				reply := between(r.Last(), "<assistant_reply>\n", "\n</assistant_reply>")
 				sum := "summary: " + firstWords(reply, 4)

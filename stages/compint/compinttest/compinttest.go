@@ -31,7 +31,8 @@ var (
 func Model(set *compint.Set) func(llmtest.ChatRequest) llmtest.Reply {
 	return func(req llmtest.ChatRequest) llmtest.Reply {
 		if n := req.Nonce("retained"); n != "" {
-			_, shown, _ := strings.Cut(req.Last(), "<context id=")
+			_, shown, _ := strings.Cut(req.Last(), "<context>")
+			shown, _, _ = strings.Cut(shown, "</context>") // the SC follows the context
 			verdict := "NO"
 			for _, p := range Phrases {
 				if strings.Contains(shown, p) {

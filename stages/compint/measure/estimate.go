@@ -3,6 +3,7 @@ package measure
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ac3/ac3/pipeline"
 	"github.com/ac3/ac3/pipeline/ledger"
@@ -19,7 +20,20 @@ const (
 	retentionTokens = 24
 	// mcqTokens is what the question and its two options add to a context.
 	mcqTokens = 80
+	// judgeInstructionTokens is the retention judge's system message and
+	// the line before the context: the same in every call.
+	judgeInstructionTokens = 330
 )
+
+// beforeLast is the prompt-cache prefix of a context that ends with the
+// probe turn: every message but the last, which the probe's question (or,
+// for the retention judge, the cut probe) changes. Nil when not known.
+func beforeLast(p []pipeline.Segment) []pipeline.Segment {
+	if len(p) == 0 {
+		return nil
+	}
+	return slices.Clip(p[:len(p)-1])
+}
 
 // ReadsPredictionsOf implements pipeline.PredictionReader: the probe is
 // asked on the curated context.
@@ -40,14 +54,20 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 	if err != nil {
 		return nil, err
 	}
-	probe := func(ctxKey string, tokens int, g string) []pipeline.Call {
+	// The prompt-cache estimate: a probe's request is the context with the
+	// question in its last message, so the probes of one context (its
+	// orders, the compacted and the upper-bound group) share every message
+	// before it; the retention judge's requests share its instructions and
+	// the beginning of the contexts they show.
+	probe := func(ctxKey string, tokens int, g string, prefix []pipeline.Segment) []pipeline.Call {
 		var out []pipeline.Call
 		for _, o := range orders {
 			out = append(out, pipeline.Call{Role: s.opts.ProbeRole, Key: pipeline.KeyOf(StageName, s.opts.ProbeSettings, g, string(o), ctxKey),
-				PromptTokens: tokens + mcqTokens, CompletionTokens: probeTokens})
+				PromptTokens: tokens + mcqTokens, CompletionTokens: probeTokens, Prefix: beforeLast(prefix)})
 		}
 		return out
 	}
+	judgeHead := pipeline.Segment{Key: pipeline.KeyOf(StageName, "retention", s.opts.Prompts.RetentionTemplate().Version()), Tokens: judgeInstructionTokens}
 	stored := map[string]pipeline.Predicted{}
 	if meta.Kind == compint.WithSC && s.units != nil {
 		us, err := s.units.ConversationUnits(ctx, curate.StageName, t.Conv.ID, meta.ProbeTurn)
@@ -62,7 +82,8 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 			if err != nil {
 				return nil, fmt.Errorf("decoding curated context %s: %w", u.Key, err)
 			}
-			stored[u.Variant] = pipeline.Predicted{Key: pipeline.MessagesKey(x.Materialize(t.Conv)), Tokens: x.Tokens}
+			msgs := x.Materialize(t.Conv)
+			stored[u.Variant] = pipeline.Predicted{Key: pipeline.MessagesKey(msgs), Tokens: x.Tokens, Prefix: f.MessagesPrefix(msgs)}
 		}
 	}
 	var calls []pipeline.Call
@@ -72,7 +93,7 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 			if !ok {
 				continue
 			}
-			calls = append(calls, probe(pipeline.MessagesKey(full), f.MessagesTokens(full), "plain")...)
+			calls = append(calls, probe(pipeline.MessagesKey(full), f.MessagesTokens(full), "plain", f.MessagesPrefix(full))...)
 			continue
 		}
 		if meta.Kind != compint.WithSC {
@@ -84,10 +105,14 @@ func (s *Stage) Estimate(ctx context.Context, t pipeline.Task, f *pipeline.Forec
 				continue
 			}
 		}
-		calls = append(calls, pipeline.Call{Role: s.opts.JudgeRole, Key: pipeline.KeyOf(StageName, s.opts.JudgeSettings, "retention", cx.Key),
-			PromptTokens: cx.Tokens + mcqTokens, CompletionTokens: retentionTokens})
-		calls = append(calls, probe(cx.Key, cx.Tokens, "plain")...)
-		calls = append(calls, probe(cx.Key, cx.Tokens, "ub")...)
+		judge := pipeline.Call{Role: s.opts.JudgeRole, Key: pipeline.KeyOf(StageName, s.opts.JudgeSettings, "retention", cx.Key),
+			PromptTokens: cx.Tokens + mcqTokens, CompletionTokens: retentionTokens}
+		if cx.Prefix != nil {
+			judge.Prefix = append([]pipeline.Segment{judgeHead}, beforeLast(cx.Prefix)...)
+		}
+		calls = append(calls, judge)
+		calls = append(calls, probe(cx.Key, cx.Tokens, "plain", cx.Prefix)...)
+		calls = append(calls, probe(cx.Key, cx.Tokens, "ub", cx.Prefix)...)
 	}
 	return calls, nil
 }

@@ -55,6 +55,12 @@ type UnitReader interface {
 	ConversationUnits(ctx context.Context, stage, convID string, turn int) ([]ledger.Unit, error)
 }
 
+// ConversationReader reads a stored conversation by id: the clean upper
+// bound reads an instance's baseline with it. *ledger.Ledger satisfies it.
+type ConversationReader interface {
+	Conversation(ctx context.Context, id string) (ledger.Stored, bool, error)
+}
+
 // Options configure the stage.
 type Options struct {
 	// Strategies are the curate variants whose contexts are scored.
@@ -68,10 +74,13 @@ type Options struct {
 	// seeded order per context and SC); Seed seeds it.
 	Orders compint.OrderMode
 	Seed   uint64
-	// UpperBound is the context the upper-bound group starts from. Only
-	// compint.UBInjected (the reference code's choice) is supported: the
-	// clean form needs the strategy's context of the baseline, which
-	// strategies are not asked to build.
+	// UpperBound is the context the upper-bound group starts from:
+	// compint.UBClean (default), the paper's C(H) ⊕ s, takes the
+	// strategy's context of the instance's WithoutSC baseline at its probe
+	// turn (curate must run on the baselines too, as `on: [compint]`
+	// does, and the UnitReader must also be a ConversationReader);
+	// compint.UBInjected, C(H_s) ⊕ s, takes the same context as the
+	// Compacted group.
 	UpperBound compint.UpperBoundBase
 	// JudgeRole decides retention; ProbeRole answers the compliance
 	// questions. Their Settings describe the models bound to them, so a
@@ -109,10 +118,11 @@ func New(client *llm.Client, units UnitReader, opts Options) (*Stage, error) {
 		return nil, fmt.Errorf("compint: %w", err)
 	}
 	switch opts.UpperBound {
-	case "", compint.UBInjected:
-		opts.UpperBound = compint.UBInjected
+	case "":
+		opts.UpperBound = compint.UBClean
+	case compint.UBClean, compint.UBInjected:
 	default:
-		return nil, fmt.Errorf("compint: upper bound %q is not supported (want %s)", opts.UpperBound, compint.UBInjected)
+		return nil, fmt.Errorf("compint: upper bound %q is not supported (want %s, the paper's C(H) ⊕ s, or %s, C(H_s) ⊕ s)", opts.UpperBound, compint.UBClean, compint.UBInjected)
 	}
 	opts.JudgeRole = cmp.Or(opts.JudgeRole, DefaultJudgeRole)
 	opts.ProbeRole = cmp.Or(opts.ProbeRole, DefaultProbeRole)
@@ -249,10 +259,16 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		return nil, err
 	}
 	var stored []ledger.Unit
+	var clean *cleanBase
 	if meta.Kind == compint.WithSC && len(s.curate) > 0 {
 		stored, err = s.units.ConversationUnits(ctx, curate.StageName, t.Conv.ID, meta.ProbeTurn)
 		if err != nil {
 			return nil, fmt.Errorf("reading curated contexts of %s: %w", t.Conv.ID, err)
+		}
+		if s.opts.UpperBound == compint.UBClean {
+			if clean, err = s.baseline(ctx, t.Conv.ID, meta); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var states []*unitState
@@ -327,7 +343,13 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 				err = probe(u, compint.Compacted, msgs)
 			}
 			if err == nil {
-				err = probe(u, compint.UpperBound, msgs)
+				ub := msgs
+				if clean != nil {
+					ub, err = clean.context(v.Name, cv)
+				}
+				if err == nil {
+					err = probe(u, compint.UpperBound, ub)
+				}
 			}
 		}
 		if err != nil {
@@ -340,6 +362,14 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		err      error
 	}
 	answers := make([]answer, len(calls))
+	// The calls go out in the order they were made, one instance's
+	// together: the long context's probes side by side, then per strategy
+	// the retention judge and the probes on its context (its orders, the
+	// compacted and the upper-bound group, which share every message but
+	// the last). The instances of one base context follow one another in
+	// the run (Builder.Expand's order), and the retention prompt shows the
+	// context before the SC, so a provider's prompt cache still holds what
+	// they share.
 	err = t.Each(ctx, len(calls), 0, func(ctx context.Context, k int) error {
 		c := calls[k]
 		if states[c.unit].failed != "" {
@@ -422,4 +452,65 @@ func Instances(st *compint.Stitcher, bd *compint.Builder) pipeline.Visit {
 		}
 		return bd.Expand(b, func(in *compint.Instance) error { return emit(s.Seq, in.Conv) })
 	}
+}
+
+// cleanBase is an instance's WithoutSC baseline and its curated contexts
+// of its probe turn: what the clean upper bound C(H) ⊕ s starts from.
+type cleanBase struct {
+	conv   *conv.Conversation
+	turn   int
+	units  []ledger.Unit
+	reason string // why there is none, when conv is nil
+}
+
+// baseline reads the baseline of instance id for the clean upper bound. A
+// baseline that cannot be read is a reason recorded for the units that
+// need it; a store failure is an error.
+func (s *Stage) baseline(ctx context.Context, id string, meta compint.Meta) (*cleanBase, error) {
+	cr, ok := s.units.(ConversationReader)
+	if !ok {
+		return &cleanBase{reason: "the clean upper bound needs the run's conversations"}, nil
+	}
+	if meta.BaselineID == "" {
+		return &cleanBase{reason: fmt.Sprintf("instance %s names no baseline", id)}, nil
+	}
+	st, found, err := cr.Conversation(ctx, meta.BaselineID)
+	if err != nil {
+		return nil, fmt.Errorf("reading baseline %s of %s: %w", meta.BaselineID, id, err)
+	}
+	if !found {
+		return &cleanBase{reason: fmt.Sprintf("baseline %s of %s is not in the run", meta.BaselineID, id)}, nil
+	}
+	bm, ok, err := compint.ReadMeta(st.Conv)
+	if err != nil || !ok {
+		return &cleanBase{reason: fmt.Sprintf("baseline %s of %s is not a CompInt instance", meta.BaselineID, id)}, nil
+	}
+	units, err := s.units.ConversationUnits(ctx, curate.StageName, st.Conv.ID, bm.ProbeTurn)
+	if err != nil {
+		return nil, fmt.Errorf("reading curated contexts of baseline %s: %w", st.Conv.ID, err)
+	}
+	return &cleanBase{conv: st.Conv, turn: bm.ProbeTurn, units: units}, nil
+}
+
+// context is strategy's context (curate version cv) of the baseline's
+// probe turn: C(H), to which the upper bound adds s.
+func (b *cleanBase) context(strategy, cv string) ([]conv.Message, error) {
+	if b.conv == nil {
+		return nil, fmt.Errorf("upper bound (clean): %s", b.reason)
+	}
+	i := slices.IndexFunc(b.units, func(u ledger.Unit) bool {
+		return u.Variant == strategy && u.Version == cv && u.Turn == b.turn && u.Status == ledger.Done
+	})
+	if i < 0 {
+		return nil, fmt.Errorf("upper bound (clean): baseline %s has no curated %s context of turn %d: curate the baselines too (curate on: [compint]), or set upper_bound: injected", b.conv.ID, strategy, b.turn)
+	}
+	x, err := curated.DecodeContext(b.units[i].Output)
+	if err != nil {
+		return nil, fmt.Errorf("decoding curated context %s: %w", b.units[i].Key, err)
+	}
+	msgs, err := x.MaterializeChecked(b.conv)
+	if err != nil {
+		return nil, fmt.Errorf("curated context %s does not fit baseline %s: %w", b.units[i].Key, b.conv.ID, err)
+	}
+	return msgs, nil
 }

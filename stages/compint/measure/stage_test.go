@@ -127,6 +127,26 @@ func TestMeasure(t *testing.T) {
 	if calls != 4*9+4*1 {
 		t.Errorf("%d calls, want 40", calls)
 	}
+	// The upper bound is the paper's C(H) ⊕ s: the strategy's context of
+	// the baseline, which holds no SC, with the SC restated before the
+	// question. fc and ao keep the SC's turn, so their upper-bound
+	// questions hold the SC exactly once; C(H_s) ⊕ s would hold it twice
+	// (injected and restated): 8 questions, 4 SC instances × 2 strategies.
+	twice := 0
+	for _, c := range srv.Calls() {
+		for _, sc := range set.SCs {
+			all := ""
+			for _, m := range c.Request.Messages {
+				all += m.Content + "\n"
+			}
+			if strings.Contains(c.Request.Last(), sc.Probe) && strings.Count(all, compinttest.Phrases[sc.ID]) > 1 {
+				twice++
+			}
+		}
+	}
+	if twice != 0 {
+		t.Errorf("%d probes hold the SC twice: the upper bound started from the injected context", twice)
+	}
 
 	var n int
 	z := measure.NewSummarizer(0)
@@ -212,8 +232,8 @@ func TestNewRefusesUnknownStrategy(t *testing.T) {
 	if _, err := measure.New(nil, nil, measure.Options{Strategies: []string{"fc"}}); err == nil || !strings.Contains(err.Error(), "curate it first") {
 		t.Errorf("err = %v", err)
 	}
-	if _, err := measure.New(nil, nil, measure.Options{UpperBound: compint.UBClean}); err == nil {
-		t.Error("the clean upper bound was accepted")
+	if _, err := measure.New(nil, nil, measure.Options{UpperBound: "loose"}); err == nil {
+		t.Error("an unknown upper bound was accepted")
 	}
 	if _, err := measure.New(nil, nil, measure.Options{Orders: "sideways"}); err == nil {
 		t.Error("an unknown order mode was accepted")

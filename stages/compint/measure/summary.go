@@ -51,7 +51,8 @@ type Row struct {
 	Evidence  compint.Rate `json:"evidence"`
 	// Compliance in the four groups over the same instances: the long
 	// context with the SC, the no-SC baseline of each instance, the
-	// strategy's context, and that context with the SC restated.
+	// strategy's context, and the upper bound: a strategy's context (of
+	// the baseline by default, Options.UpperBound) with the SC restated.
 	LongWithSC compint.Rate   `json:"long_with_sc"`
 	LongNoSC   compint.Rate   `json:"long_no_sc"`
 	Compacted  compint.Rate   `json:"compacted"`

@@ -88,6 +88,33 @@ func TestFitPolicyRecoversAKnownRule(t *testing.T) {
 		t.Errorf("τ %.3f with held-out agreement %.3f", f.Tau, f.TauAccuracy)
 	}
 
+	// Cross-fitting: every fitting conversation has the fold fit that held
+	// it out, and For scores it with that fit; a stranger gets the full fit.
+	if len(p.Folds) != 5 || len(p.ConvFold) != 60 {
+		t.Fatalf("%d fold fits for %d conversations, want 5 for 60", len(p.Folds), len(p.ConvFold))
+	}
+	var differ int
+	for _, e := range ex[:40] {
+		q := p.For(e.Conv)
+		if q == &p || q.Folds != nil {
+			t.Fatalf("conversation %s is scored by the full fit", e.Conv)
+		}
+		if math.Abs(q.PFCWins(e.TurnFeatures)-p.PFCWins(e.TurnFeatures)) > 1e-9 {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("the fold fits score every turn as the full fit does")
+	}
+	if p.For("a stranger") != &p {
+		t.Error("a conversation outside the fit is not scored by the full fit")
+	}
+	for _, fg := range []policy.Figures{f.InSample, f.CrossFitted} {
+		if fg.Turns != 300 || fg.FCShare <= 0 || fg.FCShare >= 1 || fg.TokenShare <= 0 || fg.TokenShare >= 1 || fg.WinRateVsFC <= 0 {
+			t.Errorf("figures %+v", fg)
+		}
+	}
+
 	again, _ := policy.Fit(ex, policy.FitOptions{})
 	if p.Hash() != again.Hash() {
 		t.Error("the same turns gave two policies")
@@ -179,5 +206,98 @@ func TestFitPolicyFoldsByTurnWithFewConversations(t *testing.T) {
 	q, err := policy.Fit(synthTurns(300, 0.08, 0), policy.FitOptions{ByTurn: true})
 	if err != nil || q.Fit.FoldsBy != "turn" {
 		t.Errorf("ByTurn: %v, %+v", err, q.Fit)
+	}
+}
+
+// paperTurns makes n judged turns whose verdict follows the prompt's
+// embedding: fc wins when the prompt lies on one side along a direction the
+// embeddings spread on, with the history's embedding and the numeric
+// features noise; a share flip of verdicts is reversed.
+func paperTurns(n, dim int, flip float64) []policy.Example {
+	rng := rand.New(rand.NewPCG(3, 5))
+	vec := func(signal float64) []float32 {
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = float32(rng.NormFloat64() * 0.3)
+		}
+		v[2] += float32(signal)
+		v[5] += float32(rng.NormFloat64()) // spread that says nothing
+		return v
+	}
+	var ex []policy.Example
+	for i := range n {
+		win := float64(rng.IntN(2))
+		signal := 2 * (win - 0.5) * (1 + rng.Float64())
+		if rng.Float64() < flip {
+			win = 1 - win
+		}
+		f := policy.TurnFeatures{Turn: 2 + rng.IntN(6), Rounds: 8, UserChars: 100 + rng.IntN(900), AsstChars: rng.IntN(5000),
+			TurnType: []string{"new_ask", "feedback", "no_feedback"}[rng.IntN(3)], Prompt: vec(signal), History: vec(0)}
+		ex = append(ex, policy.Example{Conv: fmt.Sprintf("c%03d", i/4), TurnFeatures: f, FCWins: win})
+	}
+	return ex
+}
+
+// The paper's features (A.15): the numeric and one-hot features under the
+// paper's names, then the principal components of the prompt and history
+// embeddings; a rule carried by the prompt's embedding is found, the
+// policy reads back, and a turn without embeddings, or with embeddings of
+// another model's size, is refused rather than scored.
+func TestFitPolicyOnThePapersFeatures(t *testing.T) {
+	ex := paperTurns(240, 32, 0.05)
+	p, err := policy.Fit(ex, policy.FitOptions{Features: policy.FeaturesPaper, Embedder: "text-embedding-3-large", EmbedMaxTokens: 8000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Paper() || p.PromptPCA == nil || p.HistoryPCA == nil || len(p.PromptPCA.Components) != policy.DefaultPCs || p.Embedder != "text-embedding-3-large" || p.EmbedMaxTokens != 8000 {
+		t.Fatalf("policy %q with %v PCs, embedder %q", p.FeatureSet, p.PromptPCA != nil, p.Embedder)
+	}
+	want := []string{"round_num", "total_rounds", "context_length_user", "context_length_asst", "type_new_ask", "type_no_feedback", "type_feedback", "prompt_pc1"}
+	for i, w := range want {
+		if p.Features[i] != w {
+			t.Errorf("feature %d is %q, want %q", i, p.Features[i], w)
+		}
+	}
+	if n := len(p.Features); n != 7+2*policy.DefaultPCs || p.Features[n-1] != "history_pc20" {
+		t.Errorf("%d features ending %q, want 47 ending history_pc20", n, p.Features[n-1])
+	}
+	// About 5% of verdicts are flipped.
+	if f := p.Fit; f.HeldOut.Accuracy < 0.85 || f.HeldOut.Accuracy <= f.Majority {
+		t.Errorf("held-out accuracy %.3f (majority %.3f), want at least 0.85", f.HeldOut.Accuracy, f.Majority)
+	}
+	b, _ := json.Marshal(p)
+	back, err := policy.Decode(b)
+	if err != nil || back.Hash() != p.Hash() {
+		t.Fatalf("stored policy does not read back: %v", err)
+	}
+	for _, e := range ex[:20] {
+		got, err := back.For(e.Conv).Score(e.TurnFeatures, 0)
+		if err != nil || math.IsNaN(got) {
+			t.Fatalf("scoring a fitted turn: %v, %v", got, err)
+		}
+	}
+	bare := ex[0].TurnFeatures
+	bare.Prompt = nil
+	if _, err := p.Score(bare, 0); err == nil {
+		t.Error("a turn without its prompt embedding was scored")
+	}
+	short := ex[0].TurnFeatures
+	short.History = short.History[:16]
+	if _, err := p.Score(short, 0); err == nil {
+		t.Error("a history embedding of another size was scored")
+	}
+	if _, err := policy.Fit(synthTurns(60, 0, 0), policy.FitOptions{Features: policy.FeaturesPaper}); err == nil {
+		t.Error("the paper's features were fitted on turns without embeddings")
+	}
+	if _, err := policy.Fit(ex, policy.FitOptions{Features: "bert"}); err == nil {
+		t.Error("an unknown feature set was accepted")
+	}
+	// A paper policy stored without its components is refused on load.
+	var raw map[string]any
+	_ = json.Unmarshal(b, &raw)
+	delete(raw, "prompt_pca")
+	b2, _ := json.Marshal(raw)
+	if _, err := policy.Decode(b2); err == nil {
+		t.Error("a paper policy without its principal components decoded")
 	}
 }

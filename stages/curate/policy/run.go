@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/ledger"
@@ -53,26 +55,69 @@ type Store interface {
 // leaves out; an error stops the fit.
 type FeatureFunc func(ctx context.Context, c *conv.Conversation, t int) (f TurnFeatures, ok bool, err error)
 
+// Embedder returns the embeddings of texts, one per text in order.
+type Embedder func(ctx context.Context, texts []string) ([][]float32, error)
+
+// embedChunk is how many turns' texts FitRun embeds in one Embedder call
+// (two texts a turn): the calls are spread over the endpoint's limits, and
+// the texts of only so many turns are held at once.
+const embedChunk = 128
+
 // FitRun fits the scored policy on judged turns of the run (see Fit, with
-// o) and stores it under MetaKey. features computes each turn's features.
-func FitRun(ctx context.Context, store Store, judged []JudgedTurn, features FeatureFunc, o FitOptions) (Policy, error) {
+// o) and stores it under MetaKey. features computes each turn's features;
+// with FeaturesPaper, embed embeds their texts.
+func FitRun(ctx context.Context, store Store, judged []JudgedTurn, features FeatureFunc, embed Embedder, o FitOptions) (Policy, error) {
 	if len(judged) < MinExamples {
 		return Policy{}, fmt.Errorf("fitting the adaptive policy: %w: %d, need at least %d", ErrTooFewJudged, len(judged), MinExamples)
 	}
+	set, err := ParseFeatureSet(o.Features)
+	if err != nil {
+		return Policy{}, err
+	}
+	if set == FeaturesPaper && embed == nil {
+		return Policy{}, errors.New("fitting the adaptive policy on the paper's features: no embedder (bind the embedder role in --config)")
+	}
 	var ex []Example
-	convs := map[string]*conv.Conversation{}
+	embedded := 0
+	embedRest := func() error {
+		if set != FeaturesPaper || embedded == len(ex) {
+			return nil
+		}
+		texts := make([]string, 0, 2*(len(ex)-embedded))
+		for _, e := range ex[embedded:] {
+			texts = append(texts, e.PromptText, e.HistoryText)
+		}
+		vs, err := embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("fitting the adaptive policy: embedding the prompts and histories of %d turns: %w", len(ex)-embedded, err)
+		}
+		if len(vs) != len(texts) {
+			return fmt.Errorf("fitting the adaptive policy: %d embeddings for %d texts", len(vs), len(texts))
+		}
+		for i := range ex[embedded:] {
+			e := &ex[embedded+i]
+			e.Prompt, e.History = vs[2*i], vs[2*i+1]
+			e.PromptText, e.HistoryText = "", ""
+		}
+		embedded = len(ex)
+		return nil
+	}
+	// A conversation at a time: its judged turns together, so only the
+	// current one is held.
+	judged = slices.Clone(judged)
+	slices.SortStableFunc(judged, func(a, b JudgedTurn) int { return cmp.Or(cmp.Compare(a.Conv, b.Conv), cmp.Compare(a.Turn, b.Turn)) })
+	var c *conv.Conversation
 	for _, j := range judged {
-		c, ok := convs[j.Conv]
-		if !ok {
+		if c == nil || c.ID != j.Conv {
 			s, found, err := store.Conversation(ctx, j.Conv)
 			if err != nil {
 				return Policy{}, err
 			}
 			if !found {
+				c = nil
 				continue
 			}
 			c = s.Conv
-			convs[j.Conv] = c
 		}
 		f, ok, err := features(ctx, c, j.Turn)
 		if err != nil {
@@ -82,6 +127,14 @@ func FitRun(ctx context.Context, store Store, judged []JudgedTurn, features Feat
 			continue
 		}
 		ex = append(ex, Example{Conv: j.Conv, TurnFeatures: f, FCWins: j.FCWins})
+		if len(ex)-embedded == embedChunk {
+			if err := embedRest(); err != nil {
+				return Policy{}, err
+			}
+		}
+	}
+	if err := embedRest(); err != nil {
+		return Policy{}, err
 	}
 	p, err := Fit(ex, o)
 	if err != nil {

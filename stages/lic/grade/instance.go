@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The LiC task names this package grades.
@@ -14,6 +15,9 @@ const (
 	TaskActions  = "actions"
 	TaskCode     = "code"
 )
+
+// Tasks are the task names, in the order LiC lists them.
+func Tasks() []string { return []string{TaskCode, TaskDatabase, TaskActions, TaskMath} }
 
 // Instance holds the fields of one LiC record that grading needs, under the
 // names LiC's released files use. Fields a task does not use stay empty.
@@ -28,6 +32,10 @@ type Instance struct {
 	// math (GSM8K): the reference solution ends with "#### <answer>".
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
+
+	// database (Spider) and actions (BFCL): the single-turn question the
+	// shards were cut from (actions store it as BFCL's chat turns).
+	FullySpecifiedQuestion QuestionText `json:"fully_specified_question,omitempty"`
 
 	// database (Spider).
 	DBID         string   `json:"db_id,omitempty"`
@@ -71,6 +79,43 @@ func (in *Instance) FuncName() string {
 		return in.Metadata.FuncName
 	}
 	return in.EntryPoint
+}
+
+// QuestionText is a task's single-turn question: a string (database), or
+// BFCL's chat turns (actions: a list of turns, each a list of {role,
+// content} messages, or the messages alone), of which it keeps the user
+// messages' contents joined by blank lines. Any other shape reads as empty,
+// so a record is never refused for it.
+type QuestionText string
+
+// UnmarshalJSON reads a string or chat turns, as QuestionText says.
+func (q *QuestionText) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*q = QuestionText(s)
+		return nil
+	}
+	var parts []string
+	var walk func(raw json.RawMessage, depth int)
+	walk = func(raw json.RawMessage, depth int) {
+		var m struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		var list []json.RawMessage
+		switch {
+		case depth > 3:
+		case json.Unmarshal(raw, &list) == nil:
+			for _, x := range list {
+				walk(x, depth+1)
+			}
+		case json.Unmarshal(raw, &m) == nil && m.Role == "user" && strings.TrimSpace(m.Content) != "":
+			parts = append(parts, m.Content)
+		}
+	}
+	walk(b, 0)
+	*q = QuestionText(strings.Join(parts, "\n\n"))
+	return nil
 }
 
 // JSONText is a JSON value that LiC may store either as itself or encoded in

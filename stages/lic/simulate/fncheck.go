@@ -23,7 +23,7 @@ const FNStageName = "lic-fncheck"
 // FNRole is the default role of the false-negative check.
 const FNRole = "fn_check"
 
-const fnVersion = "lic-fncheck/v1"
+const fnVersion = "lic-fncheck/v2"
 
 // fnPrompt asks whether the user's messages, taken together, still carry
 // the task. It is ours; the paper's Prompt 7 asks the same question and,
@@ -97,7 +97,7 @@ func (f *FNCheck) ModelWindow() int { return pipeline.DefaultWindow(f.client, f.
 
 // Process implements pipeline.Stage.
 func (f *FNCheck) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result, error) {
-	trs, err := Stored(ctx, f.units, f.sim.Variants(), t.Conv.ID)
+	trs, err := Stored(ctx, f.units, f.sim, t.Conv.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -217,10 +217,15 @@ func Reference(in *grade.Instance) string {
 }
 
 // Original is the fully specified task of an instance: its single-turn
-// question when the record has one (math, code), else its shards joined.
+// question as the record holds it (question for math,
+// fully_specified_question for database and actions, prompt for code),
+// else its shards joined.
 func Original(in *grade.Instance, shards []string) string {
 	if in != nil {
 		if s := strings.TrimSpace(in.Question); s != "" {
+			return s
+		}
+		if s := strings.TrimSpace(string(in.FullySpecifiedQuestion)); s != "" {
 			return s
 		}
 		if s := strings.TrimSpace(in.Prompt); s != "" {

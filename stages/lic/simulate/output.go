@@ -29,6 +29,18 @@ type Trajectory struct {
 	// Skipped says why the conversation was not simulated (not a LiC
 	// record); the other fields are then empty.
 	Skipped string `json:"skipped,omitempty"`
+	// Unused says why this replicate was not simulated although the
+	// instance was: its task runs fewer replicates (Options.TaskReplicates).
+	// Nothing reads it as a trajectory.
+	Unused string `json:"unused,omitempty"`
+}
+
+// Uncounted reports whether t is a replicate past its task's count in
+// taskReplicates (lic.task_replicates): recorded unused, or simulated
+// before the count was lowered. Neither the pool nor the report counts it.
+func (t Trajectory) Uncounted(taskReplicates map[string]int) bool {
+	k, ok := taskReplicates[t.Task]
+	return t.Unused != "" || ok && t.Replicate > k
 }
 
 // Failed reports whether the baseline's final answer was graded wrong.

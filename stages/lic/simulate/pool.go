@@ -98,7 +98,7 @@ func (p *Pool) Rank(ctx context.Context, pages Pages, units UnitReader, s *Stage
 	byTask := map[string][]cand{}
 	err := pages(ctx, 256, func(page []ledger.Stored, _, _ int64) error {
 		for _, st := range page {
-			trs, err := Stored(ctx, units, s.Variants(), st.Conv.ID)
+			trs, err := Stored(ctx, units, s, st.Conv.ID)
 			if err != nil {
 				return err
 			}
@@ -134,10 +134,12 @@ func failures(trs []Trajectory) int {
 	return n
 }
 
-// Stored reads the trajectories the simulate stage (with variants vs)
-// recorded for an instance, in replicate order. It fails when one is
-// missing or failed: the pool is drawn past the stage's barrier only.
-func Stored(ctx context.Context, units UnitReader, vs []pipeline.Variant, convID string) ([]Trajectory, error) {
+// Stored reads the trajectories stage s recorded for an instance, in
+// replicate order, leaving out the replicates past the instance's task's
+// count. It fails when one is missing or failed: the pool is drawn past
+// the stage's barrier only.
+func Stored(ctx context.Context, units UnitReader, s *Stage, convID string) ([]Trajectory, error) {
+	vs := s.Variants()
 	got, err := units.ConversationUnits(ctx, StageName, convID, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reading trajectories of %s: %w", convID, err)
@@ -156,7 +158,11 @@ func Stored(ctx context.Context, units UnitReader, vs []pipeline.Variant, convID
 			if err != nil {
 				return nil, fmt.Errorf("trajectory %s of %s: %w", v.Name, convID, err)
 			}
-			out = append(out, tr)
+			// A replicate past its task's count is no trajectory, also one
+			// simulated before the count was lowered.
+			if !tr.Uncounted(s.opts.TaskReplicates) {
+				out = append(out, tr)
+			}
 			found = true
 			break
 		}
@@ -178,7 +184,7 @@ func TrajectoryID(convID string, r int) string { return fmt.Sprintf("%s#%s", con
 // Run it past the barriers of the simulate stage (s) and of the check.
 func Trajectories(units UnitReader, s *Stage, pool *Pool) pipeline.Visit {
 	return func(ctx context.Context, st ledger.Stored, emit pipeline.Emit) error {
-		trs, err := Stored(ctx, units, s.Variants(), st.Conv.ID)
+		trs, err := Stored(ctx, units, s, st.Conv.ID)
 		if err != nil {
 			return err
 		}
@@ -197,7 +203,7 @@ func Trajectories(units UnitReader, s *Stage, pool *Pool) pipeline.Visit {
 		for _, tr := range pool.Replayed(trs) {
 			c := &conv.Conversation{
 				ID: TrajectoryID(st.Conv.ID, tr.Replicate), Source: st.Conv.Source, Format: Format,
-				System: tr.System, Messages: tr.Messages, Language: st.Conv.Language, Meta: st.Conv.Meta,
+				System: tr.System, Messages: withOriginals(tr), Language: st.Conv.Language, Meta: st.Conv.Meta,
 			}
 			if err := emit(st.Seq, c); err != nil {
 				return err
@@ -205,4 +211,31 @@ func Trajectories(units UnitReader, s *Stage, pool *Pool) pipeline.Visit {
 		}
 		return nil
 	}
+}
+
+// withOriginals returns tr's messages with each user message's Original set
+// to the shard it revealed, as written (the user simulator's wording is
+// Content): shard k at turn k, or in ModeLiC the one Revealed names, and
+// none for a message that revealed none. Strategies that join the user's
+// pieces (concat, Laban et al.'s Concat User) read the shards themselves.
+func withOriginals(tr Trajectory) []conv.Message {
+	out := slices.Clone(tr.Messages)
+	turn := 0
+	for i := range out {
+		if out[i].Role != conv.User {
+			continue
+		}
+		turn++
+		piece := turn
+		if tr.Revealed != nil {
+			piece = 0
+			if turn <= len(tr.Revealed) {
+				piece = tr.Revealed[turn-1]
+			}
+		}
+		if piece >= 1 && piece <= len(tr.Shards) {
+			out[i].Original = tr.Shards[piece-1]
+		}
+	}
+	return out
 }

@@ -10,19 +10,20 @@ import (
 	"github.com/ac3/ac3/stages/lic/grade"
 )
 
-// The system prompts are ours. Each states the task and the output
-// contract the grader relies on, as the AC3 paper's v2 prompts add to
-// LiC's: a fixed answer prefix for math, one top-level function in one
+// The system prompts are ours, with the content of the AC3 paper's v2
+// prompts (its Prompts 8–11): the task, the clarification the user may be
+// asked for (code, database), what to say when no function fits (actions),
+// and the output contract the grader relies on, as v2 adds to LiC's: a fixed answer prefix for math, one top-level function in one
 // fenced block for code, one fenced sql block for database, and every
 // call needed so far, repeated each turn, for actions. The contract is
 // kept apart from the task's statement so that a user's respondent prompt
 // (Prompts.Respondent) gets the same one appended.
 var (
 	taskIntros = map[string]string{
-		grade.TaskMath:     `You help a user solve a grade-school math word problem. The user may give the details over several messages; work with what you have been told so far.`,
-		grade.TaskCode:     `You help a user write a Python function. The user may give the requirements over several messages; work with what you have been told so far.`,
-		grade.TaskDatabase: `You help a user write a SQLite query over the database whose schema is given below. The user may describe what they want over several messages; work with what you have been told so far.`,
-		grade.TaskActions:  `You help a user by calling the functions documented below. The user may describe what they need over several messages; work with what you have been told so far.`,
+		grade.TaskMath:     `You are a careful problem solver. Work through the grade-school math problem the user gives you step by step.`,
+		grade.TaskCode:     `You help a user write a Python function that solves a programming question. When something is unclear, you may ask the user what they need.`,
+		grade.TaskDatabase: `You help a user write SQL queries over the database whose schema is given below. When something is unclear, you may ask the user what they need.`,
+		grade.TaskActions:  `You compose function calls. Given the user's request and the functions documented below, make the one or more calls that achieve it. If none of the functions fits, say so; if the request lacks a parameter a function requires, say that too.`,
 	}
 	taskContracts = map[string]string{
 		grade.TaskMath: `Whenever you give an answer, end your reply with one line of the form
@@ -33,7 +34,7 @@ with the number alone on that line (no units, no words).`,
 - put the whole solution in a single fenced code block marked python, and no other code block in the reply;
 - do not add example calls or tests at the top level.`,
 		grade.TaskDatabase: `Whenever you give a query, put it in a single fenced code block marked sql, and write no other sql block in the reply.`,
-		grade.TaskActions:  `In every reply, write every function call needed for the user's whole request so far, including the calls you already gave in earlier replies, in Python call syntax, as a list: [func_a(arg=value), func_b(arg=value)].`,
+		grade.TaskActions:  `Reply with the function calls only, no other text. In every reply, write every function call needed for the user's whole request so far, including the calls you already gave in earlier replies, in Python call syntax, as a list: [func_a(arg=value), func_b(arg=value)].`,
 	}
 )
 

@@ -45,8 +45,12 @@ const sampleBase = 1000
 
 // Options configure the stage.
 type Options struct {
-	Replicates int    // trajectories per instance (default 1)
-	Mode       string // ModeModel (default) or ModeVerbatim
+	Replicates int // trajectories per instance (default 1)
+	// TaskReplicates overrides Replicates for the tasks it names (the AC3
+	// paper's B.1.4: five baseline runs, four on code). A task's
+	// replicates past its count are recorded as unused, never simulated.
+	TaskReplicates map[string]int
+	Mode           string // ModeModel (default) or ModeVerbatim
 	// UserRole and Respondent are the roles that play the user simulator
 	// and the assistant; their Settings describe the model and sampling
 	// bound to them, so that changing either makes the work pending again.
@@ -105,10 +109,25 @@ func New(client *llm.Client, opts Options) (*Stage, error) {
 		g = opts.Grader.Fingerprint()
 	}
 	v := fmt.Sprintf("%s;mode=%s;user=%s;respondent=%s/%s;prompts=%s;grade=%s", version, opts.Mode, user, opts.Respondent, opts.RespondentSettings, promptsVersion()+opts.Prompts.version(), g)
-	for r := 1; r <= opts.Replicates; r++ {
+	n := opts.Replicates
+	for task, k := range opts.TaskReplicates {
+		if k <= 0 {
+			return nil, fmt.Errorf("building %s: task %s: %d replicates, want at least 1", StageName, task, k)
+		}
+		n = max(n, k)
+	}
+	for r := 1; r <= n; r++ {
 		s.variants = append(s.variants, pipeline.Variant{Name: Replicate(r), Version: v})
 	}
 	return s, nil
+}
+
+// ReplicatesOf is how many baseline trajectories instances of task have.
+func (s *Stage) ReplicatesOf(task string) int {
+	if k, ok := s.opts.TaskReplicates[task]; ok {
+		return k
+	}
+	return s.opts.Replicates
 }
 
 // Replicate is the variant name of replicate r (1-based).
@@ -161,7 +180,10 @@ func (s *Stage) Process(ctx context.Context, t pipeline.Task) ([]pipeline.Result
 		}
 		tr := Trajectory{Replicate: r, Mode: s.opts.Mode, Skipped: skip}
 		var u pipeline.Unit
-		if skip == "" {
+		if skip == "" && r > s.ReplicatesOf(in.Task) {
+			tr.Instance, tr.Task = in.TaskID, in.Task
+			tr.Unused = fmt.Sprintf("task %s runs %d replicates", in.Task, s.ReplicatesOf(in.Task))
+		} else if skip == "" {
 			var err error
 			u, err = s.simulate(ctx, t, in, r, t.Retry, &tr)
 			if err != nil {

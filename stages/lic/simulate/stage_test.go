@@ -163,7 +163,7 @@ func TestSimulateGradeCheckDerive(t *testing.T) {
 		t.Errorf("%d calls, want %d", n, want)
 	}
 	for _, cv := range convs {
-		trs, err := simulate.Stored(ctx, l, sim.Variants(), cv.ID)
+		trs, err := simulate.Stored(ctx, l, sim, cv.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestSimulateGradeCheckDerive(t *testing.T) {
 	var kept []string
 	l.In(src).EachPage(ctx, 100, func(page []ledger.Stored, _, _ int64) error {
 		for _, s := range page {
-			trs, _ := simulate.Stored(ctx, l, sim.Variants(), s.Conv.ID)
+			trs, _ := simulate.Stored(ctx, l, sim, s.Conv.ID)
 			if capped.Selected(s.Seq, trs) {
 				kept = append(kept, s.Conv.ID)
 			}
@@ -306,7 +306,7 @@ func TestVerbatimCallsNoUserModel(t *testing.T) {
 		t.Fatalf("%+v %v", sum, err)
 	}
 	for _, cv := range convs {
-		trs, err := simulate.Stored(ctx, l, sim.Variants(), cv.ID)
+		trs, err := simulate.Stored(ctx, l, sim, cv.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +337,7 @@ func TestRejectedAnswerFailsTheReplicateOnly(t *testing.T) {
 	if err := pipeline.Barrier(ctx, l, sim, ledger.AllOrigins); err == nil {
 		t.Error("the barrier let a failed simulation through")
 	}
-	if _, err := simulate.Stored(ctx, l, sim.Variants(), convs[0].ID); err == nil {
+	if _, err := simulate.Stored(ctx, l, sim, convs[0].ID); err == nil {
 		t.Error("Stored read a failed trajectory")
 	}
 }
@@ -425,7 +425,7 @@ func TestLiCModeChoosesShards(t *testing.T) {
 		t.Fatalf("%+v %v", sum, err)
 	}
 	for _, cv := range convs {
-		trs, err := simulate.Stored(ctx, l, sim.Variants(), cv.ID)
+		trs, err := simulate.Stored(ctx, l, sim, cv.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -452,5 +452,71 @@ func TestLiCModeChoosesShards(t *testing.T) {
 	// A user_sim template is for mode model; mode lic refuses it.
 	if _, err := simulate.New(client(t, srv), simulate.Options{Mode: simulate.ModeLiC, Prompts: simulate.Prompts{UserSim: parsed(t, "user_sim", "Say: {{.Piece}}")}}); err == nil {
 		t.Error("mode lic accepted a user_sim template")
+	}
+}
+
+// lic.task_replicates: a task with fewer replicates than the others has
+// its extra ones recorded as unused, with no call, and left out of what
+// the pool reads; lowering a count later leaves out replicates already
+// simulated past it.
+func TestTaskReplicates(t *testing.T) {
+	ctx := context.Background()
+	db, math := loadSample(t, grade.TaskDatabase)[:2], loadSample(t, grade.TaskMath)[:2]
+	convs := append(append([]*conv.Conversation{}, db...), math...)
+	l := openRun(t, convs)
+	srv := llmtest.New(t, llmtest.Options{})
+	srv.Add(llmtest.Rule{LastContains: "", Reply: llmtest.Reply{Content: "an answer"}})
+	sim, err := simulate.New(client(t, srv), simulate.Options{Mode: simulate.ModeVerbatim, Replicates: 3, TaskReplicates: map[string]int{grade.TaskDatabase: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sim.Variants()) != 3 || sim.ReplicatesOf(grade.TaskDatabase) != 1 || sim.ReplicatesOf(grade.TaskMath) != 3 {
+		t.Fatalf("%d variants; database %d, math %d replicates", len(sim.Variants()), sim.ReplicatesOf(grade.TaskDatabase), sim.ReplicatesOf(grade.TaskMath))
+	}
+	if _, err := pipeline.Run(ctx, l, sim, pipeline.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// Verbatim: one respondent call per user turn and replicate.
+	want := 0
+	for _, cv := range db {
+		want += cv.UserTurns()
+	}
+	for _, cv := range math {
+		want += 3 * cv.UserTurns()
+	}
+	if n := srv.Count(); n != want {
+		t.Errorf("%d calls, want %d (database once, math three times)", n, want)
+	}
+	count := func(s *simulate.Stage, cv *conv.Conversation) int {
+		trs, err := simulate.Stored(ctx, l, s, cv.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tr := range trs {
+			if tr.Replicate != i+1 || tr.Unused != "" || len(tr.Messages) == 0 {
+				t.Errorf("%s: trajectory %d is replicate %d (unused %q, %d messages)", cv.ID, i, tr.Replicate, tr.Unused, len(tr.Messages))
+			}
+		}
+		return len(trs)
+	}
+	for _, cv := range db {
+		if n := count(sim, cv); n != 1 {
+			t.Errorf("%s (database): %d trajectories read, want 1", cv.ID, n)
+		}
+	}
+	for _, cv := range math {
+		if n := count(sim, cv); n != 3 {
+			t.Errorf("%s (math): %d trajectories read, want 3", cv.ID, n)
+		}
+	}
+	lowered, err := simulate.New(client(t, srv), simulate.Options{Mode: simulate.ModeVerbatim, Replicates: 3, TaskReplicates: map[string]int{grade.TaskDatabase: 1, grade.TaskMath: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(lowered, math[0]); n != 2 {
+		t.Errorf("math with its count lowered to 2: %d trajectories read", n)
+	}
+	if _, err := simulate.New(nil, simulate.Options{Replicates: 3, TaskReplicates: map[string]int{grade.TaskCode: 0}}); err == nil {
+		t.Error("a task with no replicates was accepted")
 	}
 }
