@@ -57,10 +57,15 @@ func child(mode string) int {
 }
 
 // launched is what a launcher passes back: the job's peak RSS, CPU time
-// (user and system) and output.
+// (user and system; system alone), minor page faults, the collector's CPU
+// time and cycles when traced, and output.
 type launched struct {
 	MaxRSSKB int64  `json:"maxrss_kb"`
 	CPUNanos int64  `json:"cpu_ns"`
+	SysNanos int64  `json:"sys_ns"`
+	MinFlt   int64  `json:"minflt"`
+	GCNanos  int64  `json:"gc_cpu_ns"`
+	GCs      int    `json:"gcs"`
 	Stdout   []byte `json:"stdout"`
 }
 
@@ -77,16 +82,30 @@ type jobRun struct {
 	rss       int64
 	wall, cpu time.Duration
 	out       []byte
+	// sys is the system part of cpu; gc the collector's CPU time over gcs
+	// cycles (traced runs only); minflt the minor page faults.
+	sys, gc time.Duration
+	gcs     int
+	minflt  int64
 }
 
 // launchJob is peakRSS with the process's CPU time (user and system, from
 // the same accounting).
 func launchJob(launcher string, cmd *exec.Cmd) (jobRun, error) {
+	return launchTraced(launcher, cmd, false)
+}
+
+// launchTraced is launchJob that, with gcTrace, also measures the
+// collector's CPU time (the command runs with GODEBUG=gctrace=1).
+func launchTraced(launcher string, cmd *exec.Cmd, gcTrace bool) (jobRun, error) {
 	env := cmd.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	job, err := json.Marshal(struct{ Argv, Env []string }{cmd.Args, env})
+	job, err := json.Marshal(struct {
+		Argv, Env []string
+		GCTrace   bool
+	}{cmd.Args, env, gcTrace})
 	if err != nil {
 		return jobRun{}, err
 	}
@@ -103,7 +122,8 @@ func launchJob(launcher string, cmd *exec.Cmd) (jobRun, error) {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		return jobRun{}, fmt.Errorf("reading the launcher's report %q: %w", stdout.Bytes(), err)
 	}
-	return jobRun{rss: res.MaxRSSKB << 10, wall: wall, cpu: time.Duration(res.CPUNanos), out: res.Stdout}, nil
+	return jobRun{rss: res.MaxRSSKB << 10, wall: wall, cpu: time.Duration(res.CPUNanos), out: res.Stdout,
+		sys: time.Duration(res.SysNanos), gc: time.Duration(res.GCNanos), gcs: res.GCs, minflt: res.MinFlt}, nil
 }
 
 // BenchmarkRSS is figure 3: the peak RSS of the first 10k and of all 200k

@@ -241,6 +241,10 @@ func scaleSteps(dir, in string, n int, id string) ([]scaleStep, error) {
 type scaleFigure struct {
 	rss       int64
 	wall, cpu time.Duration
+	// Measured in the governed comparison only (see measureGoverned).
+	sys, gc time.Duration
+	gcs     int
+	minflt  int64
 }
 
 // BenchmarkScale is issue 9's memory figure: every command of a heuristic

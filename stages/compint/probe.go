@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ac3/ac3/pipeline/conv"
 	"github.com/ac3/ac3/pipeline/llm"
@@ -340,9 +341,19 @@ func beforeProbe(ctx []conv.Message, probe string) (string, error) {
 }
 
 func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
+	// Cut at the n-th character's byte offset rather than through []rune,
+	// which would turn a stray invalid byte into U+FFFD: the clip stays a
+	// prefix of s.
+	i := 0
+	for range n {
+		if i >= len(s) {
+			return s
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	if i >= len(s) {
 		return s
 	}
-	return string(r[:n]) + "…"
+	return s[:i] + "…"
 }
