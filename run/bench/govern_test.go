@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"text/tabwriter"
 	"time"
 
@@ -256,4 +257,25 @@ func printGoverned(out io.Writer, sizes []int, order []string, g map[string]map[
 	}
 	w.Flush()
 	fmt.Fprintf(out, "GC is the collector's CPU time from the runtime's trace, sys the kernel's; own cost is the governed run's extra GC and sys time over the off run's CPU time (median of the pairs), the judged figure (target ≤ %.0f%%): the wall and CPU ratios move with the machine's other load by more than that. RSS is the whole process's (Go heap, SQLite's cache, the binary's pages); the ceiling bounds the Go heap's soft limit. Steps under %s are not judged.\n", 100*(maxGovernCost-1), minGovernJudged)
+}
+
+// The judged figure is the governor's own cost, not the noisy ratios: a
+// pair that ran slower under the neighbours' load passes when the
+// collector and the kernel did no more work, and a step whose collector
+// work grew by more than 5% of its CPU time fails however the wall clock
+// fell.
+func TestGovernErrorsJudgeTheGovernorsOwnCost(t *testing.T) {
+	fig := func(wall, cpu, gc, sys float64) scaleFigure {
+		s := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
+		return scaleFigure{wall: s(wall), cpu: s(cpu), gc: s(gc), sys: s(sys)}
+	}
+	g := map[string]map[int]governed{
+		"noisy":  {10: {gov: fig(12, 12, 0.5, 0.3), off: fig(10, 10, 0.45, 0.3), wallRatio: 1.2, cpuRatio: 1.2, own: 0.005}},
+		"costly": {10: {gov: fig(9.9, 10.8, 1.2, 0.4), off: fig(10, 10, 0.4, 0.3), wallRatio: 0.99, cpuRatio: 1.08, own: 0.09}},
+		"short":  {10: {gov: fig(0.3, 0.3, 0.1, 0), off: fig(0.2, 0.2, 0, 0), wallRatio: 1.5, cpuRatio: 1.5, own: 0.5}},
+	}
+	errs := governErrors([]int{10}, []string{"noisy", "costly", "short"}, g)
+	if len(errs) != 1 || !strings.HasPrefix(errs[0], "costly at 10 conversations: the governor's own cost is 9.0%") {
+		t.Fatalf("got %q, want one error, for costly", errs)
+	}
 }

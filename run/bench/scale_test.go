@@ -256,10 +256,10 @@ type scaleFigure struct {
 // time and peak RSS at each size. Targets: at the largest size a command's
 // peak RSS is at most 1.1× its peak at the smallest, and never above 1 GiB.
 // Each step also runs with --memory-limit off (see measureGoverned): a step
-// that ends within quickStep is run quickRuns times each way, alternating,
-// and the medians taken; a second table prints both columns (wall, CPU,
-// peak RSS), and a step whose governed wall or CPU time is above
-// maxGovernCost times its time without the governor fails (issue 28). This
+// that ends within quickStep is run governPairs times each way, alternating,
+// and the medians taken; a second table prints both columns (wall, CPU, the
+// collector's CPU, system time, peak RSS), and a step whose governor costs
+// more than maxGovernCost-1 of its time fails (issue 28; see governErrors). This
 // doubles the benchmark's time, and a step that writes to the run (annotate,
 // curate) needs a second copy of the run file on disk while it is measured.
 //
