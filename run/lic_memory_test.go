@@ -2,9 +2,6 @@ package run_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -73,22 +70,10 @@ func TestLiCMemoryArm(t *testing.T) {
 	plan := licPlan(t, srv, dir)
 	plan.LiC.Strategies = []string{"fc"}
 	plan.LiC.Memory = run.LiCMemory{Strategies: []string{"reset"}, Seed: 7}
-	c, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	var log strings.Builder
-	res, err := run.Execute(c, plan, run.Options{Log: &log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Stopped || len(res.FailedTasks()) > 0 {
-		t.Fatalf("the run stopped or failed: %+v", res)
-	}
+	executeLiC(t, plan, run.Options{Log: &log}, 10*time.Minute)
 	if !strings.Contains(log.String(), "the memory arm (reset+memory) is sequential") {
 		t.Errorf("the log does not say the arm is sequential:\n%s", log.String())
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "accuracy.json"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	var acc struct {
 		Cells []struct {
@@ -97,9 +82,7 @@ func TestLiCMemoryArm(t *testing.T) {
 		} `json:"cells"`
 		Notes []string `json:"notes"`
 	}
-	if err := json.Unmarshal(b, &acc); err != nil {
-		t.Fatal(err)
-	}
+	readAccuracy(t, dir, &acc)
 	// By hand from replayRight: reset answers instances {0,1,2,3},
 	// {0,1,2}, {0,1,2,3} right in reruns 1-3 (11 of 15); fc {0}, {}, {0}.
 	got := map[[2]string][3]int{}
@@ -207,17 +190,11 @@ func TestLiCMemoryArmFailedStep(t *testing.T) {
 
 	// The accuracy section says it is incomplete.
 	memoryFailed := func() (int, string) {
-		b, err := os.ReadFile(filepath.Join(dir, "accuracy.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
 		var acc struct {
 			MemoryFailed int      `json:"memory_failed"`
 			Notes        []string `json:"notes"`
 		}
-		if err := json.Unmarshal(b, &acc); err != nil {
-			t.Fatal(err)
-		}
+		readAccuracy(t, dir, &acc)
 		return acc.MemoryFailed, strings.Join(acc.Notes, "\n")
 	}
 	if n, notes := memoryFailed(); n != 1 || !strings.Contains(notes, "INCOMPLETE: 1 steps of the memory arm failed") {

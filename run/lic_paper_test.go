@@ -187,23 +187,9 @@ func runPaperConfig(t *testing.T, insts []licInstance, traces string, fcOnly boo
 	if fcOnly {
 		plan.LiC.Strategies, plan.LiC.Memory = []string{"fc"}, run.LiCMemory{}
 	}
-	c, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	res, err := run.Execute(c, plan, run.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Stopped || len(res.FailedTasks()) > 0 {
-		t.Fatalf("the run stopped or failed: %+v", res)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "accuracy.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	executeLiC(t, plan, run.Options{}, 15*time.Minute)
 	out := paperRun{plan: plan, reminded: &reminded, reflections: &reflections}
-	if err := json.Unmarshal(b, &out.acc); err != nil {
-		t.Fatal(err)
-	}
+	readAccuracy(t, dir, &out.acc)
 	return out
 }
 

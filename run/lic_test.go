@@ -285,19 +285,7 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 	plan := licPlan(t, srv, dir)
 	// The whole experiment (30 instances, 7 strategies, 3 reruns, SQL on
 	// random databases) takes far longer under -race than ctx's bound.
-	c, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	res, err := run.Execute(c, plan, run.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Stopped || len(res.FailedTasks()) > 0 {
-		t.Fatalf("the run stopped or failed: %+v", res)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "accuracy.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	executeLiC(t, plan, run.Options{}, 15*time.Minute)
 	var acc struct {
 		RawPool []map[string]any `json:"pool"`
 		Cells   []struct {
@@ -333,9 +321,7 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 			} `json:"leak_free"`
 		} `json:"leak"`
 	}
-	if err := json.Unmarshal(b, &acc); err != nil {
-		t.Fatal(err)
-	}
+	readAccuracy(t, dir, &acc)
 
 	// The pool: every instance of the sample (unselected, no check), one
 	// trajectory each; the baseline passed only the fifth math instance,
@@ -490,6 +476,7 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 
 	// inspect's view of one trajectory's grades: the first math instance,
 	// which fc answered right on reruns 0 and 2 only.
+	c := context.Background()
 	l, err := ledger.Open(c, plan.DB, ledger.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -508,10 +495,7 @@ func TestLiCReplaySampleConfig(t *testing.T) {
 
 	// Running the same config again finds everything done.
 	calls := srv.Count()
-	res, err = run.Execute(c, plan, run.Options{})
-	if err != nil || res.Stopped {
-		t.Fatalf("second run: %+v %v", res, err)
-	}
+	executeLiC(t, plan, run.Options{}, 15*time.Minute)
 	if srv.Count() != calls {
 		t.Errorf("the second run made %d calls", srv.Count()-calls)
 	}
@@ -592,4 +576,31 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// executeLiC runs plan to the end within limit and fails the test when the
+// run stopped or a task failed.
+func executeLiC(t *testing.T, plan run.Plan, opts run.Options, limit time.Duration) {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := run.Execute(c, plan, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped || len(res.FailedTasks()) > 0 {
+		t.Fatalf("the run stopped or failed: %+v", res)
+	}
+}
+
+// readAccuracy decodes the accuracy.json the run wrote into dir into v.
+func readAccuracy(t *testing.T, dir string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "accuracy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -60,33 +60,31 @@ func run() int {
 	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
 	cmd.Env = job.Env
 	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
-	var gc gcTotal
-	var traced chan error
+	cmd.Stdout = &stdout
 	if job.GCTrace {
 		cmd.Env = append(withoutGODEBUG(cmd.Env), "GODEBUG=gctrace=1")
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "pipe: %v\n", err)
-			return 1
-		}
-		cmd.Stderr = pw
-		traced = make(chan error, 1)
-		go func() { traced <- gc.read(pr, os.Stderr) }()
-		defer pr.Close()
-		err = cmd.Start()
-		pw.Close()
-		if err == nil {
-			err = cmd.Wait()
-		}
-		if rerr := <-traced; err == nil && rerr != nil {
-			err = fmt.Errorf("reading its trace: %w", rerr)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "running %s: %v\n", job.Argv[0], err)
-			return 1
-		}
-	} else if err := cmd.Run(); err != nil {
+	}
+	// Standard error passes through gc.read, which counts trace lines (an
+	// untraced command writes none) and forwards the rest.
+	var gc gcTotal
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pipe: %v\n", err)
+		return 1
+	}
+	defer pr.Close()
+	cmd.Stderr = pw
+	traced := make(chan error, 1)
+	go func() { traced <- gc.read(pr, os.Stderr) }()
+	err = cmd.Start()
+	pw.Close()
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if rerr := <-traced; err == nil && rerr != nil {
+		err = fmt.Errorf("reading its standard error: %w", rerr)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "running %s: %v\n", job.Argv[0], err)
 		return 1
 	}
@@ -96,7 +94,7 @@ func run() int {
 		return 1
 	}
 	// Linux reports Maxrss in kilobytes.
-	err := json.NewEncoder(os.Stdout).Encode(report{
+	err = json.NewEncoder(os.Stdout).Encode(report{
 		MaxRSSKB: ru.Maxrss,
 		CPUNanos: ru.Utime.Nano() + ru.Stime.Nano(),
 		SysNanos: ru.Stime.Nano(),
