@@ -369,21 +369,29 @@ func (s *Adaptive) forecast(ctx context.Context, c *conv.Conversation, from int,
 // forecast: the inner strategy's, with the registry block (whose content
 // the constraints stage decides) making each context its own.
 func (s *constraintsOverlay) forecast(ctx context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
-	if !callsOutside(s.inner) {
-		if xs, err := s.Contexts(ctx, c, from, ws); err == nil {
+	return overlayForecast(ctx, s, s.inner, c, from, ws, fcs, f)
+}
+
+// overlayForecast is the forecast of own, a strategy that adds a block the
+// constraints stage decides (about overlayTokens) to inner's contexts, just
+// before u_t or joined to it: over an inner strategy that calls nothing,
+// own's contexts themselves (they read the constraints units, no call);
+// otherwise inner's forecast with the block added, each context's cached
+// prefix ending before u_t.
+func overlayForecast(ctx context.Context, own, inner Strategy, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
+	if !callsOutside(inner) {
+		if xs, err := own.Contexts(ctx, c, from, ws); err == nil {
 			return known(c, xs), nil
 		}
 	}
 	var turns []turnForecast
 	var calls []pipeline.Call
-	if fo, ok := s.inner.(forecaster); ok {
+	if fo, ok := inner.(forecaster); ok {
 		turns, calls = fo.forecast(ctx, c, from, ws, fcs, f)
-	} else if xs, err := s.inner.Contexts(ctx, c, from, ws); err == nil {
+	} else if xs, err := inner.Contexts(ctx, c, from, ws); err == nil {
 		turns = known(c, xs)
 	}
 	for i := range turns {
-		// The block is joined to the last message, u_t: the context
-		// begins as the inner one does up to it.
 		if len(turns[i].known) > 0 {
 			turns[i].prefix = f.MessagesPrefix(turns[i].known[:len(turns[i].known)-1])
 		} else if n := len(turns[i].prefix); n > 0 {

@@ -59,31 +59,10 @@ func (s *PluginCompactor) forecast(_ context.Context, c *conv.Conversation, from
 	return out, nil
 }
 
-// forecast: over a compactor that calls nothing, the contexts themselves
-// (they read the constraints units, no call); otherwise the compactor's
-// forecast with a registry block added before u_t.
+// forecast: the registry block added to the compactor's (see
+// overlayForecast).
 func (s *ExtractSC) forecast(ctx context.Context, c *conv.Conversation, from int, ws *Workspace, fcs []curated.Context, f *pipeline.Forecast) ([]turnForecast, []pipeline.Call) {
-	fo, ok := s.inner.(forecaster)
-	if !callsOutside(s.inner) {
-		if xs, err := s.Contexts(ctx, c, from, ws); err == nil {
-			return known(c, xs), nil
-		}
-	}
-	var turns []turnForecast
-	var calls []pipeline.Call
-	if ok {
-		turns, calls = fo.forecast(ctx, c, from, ws, fcs, f)
-	} else if xs, err := s.inner.Contexts(ctx, c, from, ws); err == nil {
-		turns = known(c, xs)
-	}
-	for i := range turns {
-		if len(turns[i].known) > 0 {
-			turns[i].prefix = f.MessagesPrefix(turns[i].known[:len(turns[i].known)-1])
-		}
-		turns[i].known = nil
-		turns[i].tokens += overlayTokens
-	}
-	return turns, calls
+	return overlayForecast(ctx, s, s.inner, c, from, ws, fcs, f)
 }
 
 // callsOutside reports whether building st's contexts calls a model or a
