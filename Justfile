@@ -36,9 +36,10 @@ fuzz seconds="5":
 # minutes), the planner and limiter at 1k against 100k conversations (issue
 # 9: calls/s ratio, target >= 0.9), and last every command of a heuristic run
 # at 10k, 100k and 1M conversations with its wall time and peak RSS (issue 9;
-# the 1M step is about six hours on 2 cores, an hour a pass of its commands,
-# each run once and then in two pairs against --memory-limit off; its
-# figures are in the README's
+# the 1M step is about two hours on 2 cores: a governed run and a
+# --memory-limit off run made side by side, each on its own run file, about
+# an hour of commands each; below 1M the two alternate in pairs on one run,
+# AC3_BENCH_SIDE_BY_SIDE moves the line; its figures are in the README's
 # Memory section and its disk needs in BenchmarkScale's doc;
 # `just bench-scale 10000,100000` for less). The e2e config
 # fault-free vs under 30% 429 + 10% 500 runs before the scale table (~2
@@ -61,7 +62,8 @@ bench:
 # run, report, exports) at each size, in its
 # own process: wall time and peak RSS, and RSS growth from the smallest size
 # to the largest (issue 9 targets: <= 1.1x, none above 1 GiB). Every command
-# also runs with --memory-limit off, alternating with the governed runs, and a
+# also runs with --memory-limit off (alternating with the governed runs below
+# 1M, side by side on a run of its own from 1M on), and a
 # second table prints both columns (wall, CPU, the collector's CPU from the
 # runtime's GC trace, system time, peak RSS); a command whose governor costs
 # more than 5% of its time fails (issue 28): the extra collector and system

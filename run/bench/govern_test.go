@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -48,6 +49,21 @@ type governed struct {
 	// off run's CPU time (see governErrors).
 	own   float64
 	pairs int
+	// sideBySide: the two sides ran at once (measureSideBySide), not in
+	// turn.
+	sideBySide bool
+}
+
+// how says how the pairs ran: "2 pairs in turn", "1 pair at once".
+func (g governed) how() string {
+	s := fmt.Sprintf("%d pairs", g.pairs)
+	if g.pairs == 1 {
+		s = "1 pair"
+	}
+	if g.sideBySide {
+		return s + " at once"
+	}
+	return s + " in turn"
 }
 
 // stepCeiling is each command's governor ceiling in MiB (pipeline/memgov),
@@ -95,25 +111,16 @@ func measureGoverned(launcher, bin string, st scaleStep, db string) (governed, e
 		}
 	}
 	one := func(args []string, off bool) (scaleFigure, error) {
-		if off {
-			args = append([]string{"--memory-limit", "off"}, args...)
-		}
 		if snap != "" && slices.Contains(args, scratch) {
 			if err := copySQLite(snap, scratch); err != nil {
 				return scaleFigure{}, err
 			}
 		}
-		r, err := launchTraced(launcher, st.command(bin, args), true)
+		f, err := runTraced(launcher, bin, st, args, off)
 		if scratch != "" && slices.Contains(args, scratch) {
 			removeSQLite(scratch)
 		}
-		if err != nil {
-			return scaleFigure{}, err
-		}
-		if st.want != "" && !strings.Contains(string(r.out), st.want) {
-			return scaleFigure{}, fmt.Errorf("said %q, want %q", r.out, st.want)
-		}
-		return scaleFigure{rss: r.rss, wall: r.wall, cpu: r.cpu, sys: r.sys, gc: r.gc, gcs: r.gcs, minflt: r.minflt}, nil
+		return f, err
 	}
 	first, err := one(st.args, false)
 	if err != nil {
@@ -123,8 +130,7 @@ func measureGoverned(launcher, bin string, st scaleStep, db string) (governed, e
 	if first.wall >= quickStep {
 		pairs = longPairs
 	}
-	var gov, off []scaleFigure
-	var wall, cpu, own []float64
+	var ps pairSet
 	for i := range pairs {
 		var g, o scaleFigure
 		for _, isOff := range []bool{i%2 == 0, i%2 != 0} {
@@ -138,12 +144,86 @@ func measureGoverned(launcher, bin string, st scaleStep, db string) (governed, e
 				g = f
 			}
 		}
-		gov, off = append(gov, g), append(off, o)
-		wall = append(wall, g.wall.Seconds()/o.wall.Seconds())
-		cpu = append(cpu, g.cpu.Seconds()/o.cpu.Seconds())
-		own = append(own, ((g.gc-o.gc)+(g.sys-o.sys)).Seconds()/o.cpu.Seconds())
+		ps.add(g, o)
 	}
-	return governed{gov: medianFigure(gov), off: medianFigure(off), wallRatio: medianOf(wall), cpuRatio: medianOf(cpu), own: medianOf(own), pairs: pairs}, nil
+	return ps.result(false), nil
+}
+
+// runTraced runs args of st once through the launcher with the collector
+// traced, with --memory-limit off when off, and checks what it said; an
+// ingest into the step's scratch file removes the file after.
+func runTraced(launcher, bin string, st scaleStep, args []string, off bool) (scaleFigure, error) {
+	if off {
+		args = append([]string{"--memory-limit", "off"}, args...)
+	}
+	r, err := launchTraced(launcher, st.command(bin, args), true)
+	if st.scratch != "" && slices.Contains(args, st.scratch) {
+		removeSQLite(st.scratch)
+	}
+	if err != nil {
+		return scaleFigure{}, err
+	}
+	if st.want != "" && !strings.Contains(string(r.out), st.want) {
+		return scaleFigure{}, fmt.Errorf("said %q, want %q", r.out, st.want)
+	}
+	return scaleFigure{rss: r.rss, wall: r.wall, cpu: r.cpu, sys: r.sys, gc: r.gc, gcs: r.gcs, minflt: r.minflt}, nil
+}
+
+// pairSet gathers the pairs of governed and off runs of one step.
+type pairSet struct {
+	gov, off       []scaleFigure
+	wall, cpu, own []float64
+}
+
+func (ps *pairSet) add(g, o scaleFigure) {
+	ps.gov, ps.off = append(ps.gov, g), append(ps.off, o)
+	ps.wall = append(ps.wall, g.wall.Seconds()/o.wall.Seconds())
+	ps.cpu = append(ps.cpu, g.cpu.Seconds()/o.cpu.Seconds())
+	ps.own = append(ps.own, ((g.gc-o.gc)+(g.sys-o.sys)).Seconds()/o.cpu.Seconds())
+}
+
+func (ps *pairSet) result(sideBySide bool) governed {
+	return governed{gov: medianFigure(ps.gov), off: medianFigure(ps.off), wallRatio: medianOf(ps.wall), cpuRatio: medianOf(ps.cpu),
+		own: medianOf(ps.own), pairs: len(ps.gov), sideBySide: sideBySide}
+}
+
+// measureSideBySide measures a step of two runs of the same input made at
+// once, one governed (g, on its own run file) and one with
+// --memory-limit off (o, on another): both sides of each pair start
+// together and the next pair waits for both. Each run file is the one its
+// own side's earlier steps made, so no run file is copied and no step runs
+// a first time uncompared: a pass costs about one sequential pass where the
+// alternating pairs of measureGoverned cost five, which is what makes a
+// million conversations fit in an afternoon. Both sides share the machine
+// for the whole pair, so a neighbour's load falls on both; the collector's
+// CPU time in the trace is counted in wall time of its workers, so sharing
+// two cores inflates both sides' collector time alike, and their
+// difference, the own cost, by the same factor or less. A step that ended
+// within quickStep and can run again without changing the run gets
+// governPairs pairs in all, the others one.
+func measureSideBySide(launcher, bin string, g, o scaleStep) (governed, error) {
+	var ps pairSet
+	gArgs, oArgs := g.args, o.args
+	for pairs := 1; len(ps.gov) < pairs; {
+		var gf, of scaleFigure
+		var gErr, oErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); gf, gErr = runTraced(launcher, bin, g, gArgs, false) }()
+		go func() { defer wg.Done(); of, oErr = runTraced(launcher, bin, o, oArgs, true) }()
+		wg.Wait()
+		if gErr != nil {
+			return governed{}, fmt.Errorf("governed: %w", gErr)
+		}
+		if oErr != nil {
+			return governed{}, fmt.Errorf("--memory-limit off: %w", oErr)
+		}
+		ps.add(gf, of)
+		if len(ps.gov) == 1 && max(gf.wall, of.wall) < quickStep && g.rerun() != nil && o.rerun() != nil {
+			pairs, gArgs, oArgs = governPairs, g.rerun(), o.rerun()
+		}
+	}
+	return ps.result(true), nil
 }
 
 // medianOf is the median of xs, the mean of the middle two when there are
@@ -240,16 +320,16 @@ func printGoverned(out io.Writer, sizes []int, order []string, g map[string]map[
 	if len(order) == 0 {
 		return
 	}
-	fmt.Fprintf(out, "\nthe default memory governor against --memory-limit off: medians of %d pairs of runs for a step under %s, else %d, the order turned each pair (the step's own first run not compared), and of the pairs' ratios; target: the governor costs at most %.0f%% of a step's time\n", governPairs, quickStep, longPairs, 100*(maxGovernCost-1))
+	fmt.Fprintf(out, "\nthe default memory governor against --memory-limit off: medians of %d pairs of runs for a step under %s, else %d, and of the pairs' ratios; in turn, the order turned each pair (the step's own first run not compared); at once, both sides started together, each on a run of its own (%s); target: the governor costs at most %.0f%% of a step's time\n", governPairs, quickStep, longPairs, sideEnv, 100*(maxGovernCost-1))
 	w := tabwriter.NewWriter(out, 2, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "size\tcommand\tgov wall\toff wall\twall ×\tgov CPU\toff CPU\tCPU ×\tgov GC\toff GC\tgov sys\toff sys\town cost\tgov GCs\toff GCs\tgov RSS\toff RSS\tceiling\t")
+	fmt.Fprintln(w, "size\tcommand\tpairs\tgov wall\toff wall\twall ×\tgov CPU\toff CPU\tCPU ×\tgov GC\toff GC\tgov sys\toff sys\town cost\tgov GCs\toff GCs\tgov RSS\toff RSS\tceiling\t")
 	for _, n := range sizes {
 		for _, name := range order {
 			x, ok := g[name][n]
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(w, "%s\t%s\t%.2f s\t%.2f s\t%.2f\t%.2f s\t%.2f s\t%.2f\t%.2f s\t%.2f s\t%.2f s\t%.2f s\t%+.1f%%\t%d\t%d\t%.0f MB\t%.0f MB\t%d MiB\t\n", count(n), name,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%.2f s\t%.2f s\t%.2f\t%.2f s\t%.2f s\t%.2f\t%.2f s\t%.2f s\t%.2f s\t%.2f s\t%+.1f%%\t%d\t%d\t%.0f MB\t%.0f MB\t%d MiB\t\n", count(n), name, x.how(),
 				x.gov.wall.Seconds(), x.off.wall.Seconds(), x.wallRatio, x.gov.cpu.Seconds(), x.off.cpu.Seconds(), x.cpuRatio,
 				x.gov.gc.Seconds(), x.off.gc.Seconds(), x.gov.sys.Seconds(), x.off.sys.Seconds(), 100*x.own, x.gov.gcs, x.off.gcs,
 				float64(x.gov.rss)/mb, float64(x.off.rss)/mb, ceilings[name])
@@ -277,5 +357,62 @@ func TestGovernErrorsJudgeTheGovernorsOwnCost(t *testing.T) {
 	errs := governErrors([]int{10}, []string{"noisy", "costly", "short"}, g)
 	if len(errs) != 1 || !strings.HasPrefix(errs[0], "costly at 10 conversations: the governor's own cost is 9.0%") {
 		t.Fatalf("got %q, want one error, for costly", errs)
+	}
+}
+
+// meetScript stands in for ac3 in TestSideBySideRunsBothSidesAtOnce: a run
+// is the off side when its arguments start with --memory-limit off; it
+// leaves a mark of its side in the folder it is given and waits, for up to
+// a minute, until the other side has left as many marks, so a side run
+// after the other, not beside it, never finishes.
+const meetScript = `#!/bin/sh
+side=gov other=off
+if [ "$1" = --memory-limit ] && [ "$2" = off ]; then side=off other=gov; shift 2; fi
+dir=$1
+mktemp "$dir/$side.XXXXXX" >/dev/null || exit 2
+mine=$(ls "$dir" | grep -c "^$side\.")
+i=0
+until [ "$(ls "$dir" | grep -c "^$other\.")" -ge "$mine" ]; do
+	i=$((i+1)); [ $i -gt 6000 ] && exit 3
+	sleep 0.01
+done
+echo "ran $side"
+`
+
+// Side by side, both sides of each pair run at once, only the off side
+// with --memory-limit off, and a quick step that can run again gets
+// governPairs pairs.
+func TestSideBySideRunsBothSidesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "meet")
+	if err := os.WriteFile(bin, []byte(meetScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marks := filepath.Join(dir, "marks")
+	if err := os.Mkdir(marks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := scaleStep{name: "meet", args: []string{marks}, want: "ran gov", reads: true}
+	o := g
+	o.want = "ran off"
+	got, err := measureSideBySide(launcherBinary(t), bin, g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.sideBySide || got.pairs != governPairs || got.how() != fmt.Sprintf("%d pairs at once", governPairs) {
+		t.Errorf("got %d pairs (side by side %v, %q), want %d at once", got.pairs, got.sideBySide, got.how(), governPairs)
+	}
+	for _, side := range []string{"gov", "off"} {
+		m, err := filepath.Glob(filepath.Join(marks, side+".*"))
+		if err != nil || len(m) != governPairs {
+			t.Errorf("%s side ran %d times (%v), want %d", side, len(m), err, governPairs)
+		}
+	}
+	// A step that writes to the run cannot run again: one pair.
+	w := scaleStep{name: "write", args: []string{marks}, want: "ran gov"}
+	wo := w
+	wo.want = "ran off"
+	if got, err := measureSideBySide(launcherBinary(t), bin, w, wo); err != nil || got.pairs != 1 {
+		t.Errorf("a writing step: %d pairs (%v), want 1", got.pairs, err)
 	}
 }

@@ -34,6 +34,33 @@ const scaleEnv = "AC3_BENCH_SCALE"
 // measured again, without redoing it.
 const keepEnv = "AC3_BENCH_KEEP"
 
+// sideEnv sets the smallest size whose governed and off runs are made side
+// by side (see measureSideBySide) instead of in alternating pairs
+// (measureGoverned): a conversation count, or "off" for none; by default
+// defaultSideBySide.
+const sideEnv = "AC3_BENCH_SIDE_BY_SIDE"
+
+// defaultSideBySide: a million conversations side by side takes about two
+// hours on a 2-core machine, in alternating pairs about six.
+const defaultSideBySide = 1_000_000
+
+// sideBySideFrom reads sideEnv: the smallest size measured side by side,
+// or 0 for none.
+func sideBySideFrom() (int, error) {
+	v := strings.TrimSpace(os.Getenv(sideEnv))
+	switch v {
+	case "":
+		return defaultSideBySide, nil
+	case "off":
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a conversation count or off", sideEnv, v)
+	}
+	return n, nil
+}
+
 // defaultScale is the sizes of issue 9: 10k, 100k and a million
 // conversations.
 var defaultScale = []int{10_000, 100_000, 1_000_000}
@@ -255,22 +282,32 @@ type scaleFigure struct {
 // changes the sizes), each command in its own process, printing its wall
 // time and peak RSS at each size. Targets: at the largest size a command's
 // peak RSS is at most 1.1× its peak at the smallest, and never above 1 GiB.
-// Each step also runs with --memory-limit off (see measureGoverned): a step
-// that ends within quickStep is run governPairs times each way, alternating,
-// and the medians taken; a second table prints both columns (wall, CPU, the
-// collector's CPU, system time, peak RSS), and a step whose governor costs
-// more than maxGovernCost-1 of its time fails (issue 28; see governErrors). This
-// doubles the benchmark's time, and a step that writes to the run (annotate,
-// curate) needs a second copy of the run file on disk while it is measured.
+// Each step also runs with --memory-limit off: a second table prints both
+// columns (wall, CPU, the collector's CPU, system time, peak RSS), and a
+// step whose governor costs more than maxGovernCost-1 of its time fails
+// (issue 28; see governErrors). Below a million conversations
+// (AC3_BENCH_SIDE_BY_SIDE moves the line) the two run in turn on the one
+// run (see measureGoverned): a step that ends within quickStep is run
+// governPairs times each way, alternating, a longer one longPairs times,
+// and the medians taken. This makes the benchmark five times as long, and a
+// step that writes to the run (annotate, curate) needs a second copy of the
+// run file on disk while it is measured. From a million on, the two sides
+// are two runs made at once, each on its own run file, both sides of each
+// step started together (see measureSideBySide): one pair a long step, and
+// a pass takes about what one sequential pass takes.
 //
 // The million-conversation run takes about an hour of commands a pass on a
-// small machine (2 cores), and each command runs five times (once, then two
-// alternating pairs with and without the governor): about six hours, plus
-// generating its input, and about 22 GB of disk: the input
-// 3.7 GB (kept under testdata/generated), the run file 11.5 GB and the
-// exports 6.8 GB (in the temporary directory, or AC3_BENCH_KEEP).
+// small machine (2 cores); side by side, both passes together take about
+// two hours, plus generating its input (about 6 minutes), and about 40 GB
+// of disk: the input 3.7 GB (kept under testdata/generated), and each
+// side's run file 11.5 GB and exports 6.8 GB (in the temporary directory,
+// or AC3_BENCH_KEEP).
 func BenchmarkScale(b *testing.B) {
 	sizes, err := scaleSizes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	side, err := sideBySideFrom()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -301,13 +338,13 @@ func BenchmarkScale(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			steps, err := scaleSteps(dir, f.Path, n, id)
+			measure, steps, err := scaleMeasure(launcher, bin, dir, f.Path, n, id, side > 0 && n >= side)
 			if err != nil {
 				b.Fatal(err)
 			}
 			var peak int64
-			for _, st := range steps {
-				g, err := measureGoverned(launcher, bin, st, filepath.Join(dir, "run.db"))
+			for i, st := range steps {
+				g, err := measure(i)
 				if err != nil {
 					b.Fatalf("%s: %v", st.name, err)
 				}
@@ -321,8 +358,9 @@ func BenchmarkScale(b *testing.B) {
 				ceilings[st.name] = stepCeiling(st.args)
 				peak = max(peak, f.rss)
 				// Printed as it goes: the largest size runs for hours.
-				fmt.Fprintf(os.Stderr, "bench scale: %d conversations: %s: %.0f MB peak RSS, %.1f s, %.1f CPU-s; --memory-limit off: %.0f MB, %.1f s, %.1f CPU-s\n",
-					n, st.name, float64(f.rss)/mb, f.wall.Seconds(), f.cpu.Seconds(), float64(g.off.rss)/mb, g.off.wall.Seconds(), g.off.cpu.Seconds())
+				fmt.Fprintf(os.Stderr, "bench scale: %d conversations: %s: %.0f MB peak RSS, %.1f s, %.1f CPU-s, GC %.2f s, sys %.2f s; --memory-limit off: %.0f MB, %.1f s, %.1f CPU-s, GC %.2f s, sys %.2f s; own cost %+.1f%% (%s)\n",
+					n, st.name, float64(f.rss)/mb, f.wall.Seconds(), f.cpu.Seconds(), f.gc.Seconds(), f.sys.Seconds(),
+					float64(g.off.rss)/mb, g.off.wall.Seconds(), g.off.cpu.Seconds(), g.off.gc.Seconds(), g.off.sys.Seconds(), 100*g.own, g.how())
 				if f.rss > maxRSSBytes {
 					b.Errorf("%s at %d conversations: peak RSS %.0f MB, over 1 GiB", st.name, n, float64(f.rss)/mb)
 				}
@@ -341,6 +379,34 @@ func BenchmarkScale(b *testing.B) {
 	for _, e := range governErrors(sizes, order, gov) {
 		b.Error(e)
 	}
+}
+
+// scaleMeasure makes the run of one size in dir: its steps, and a function
+// that measures step i governed and with --memory-limit off. Side by side,
+// each side has a run of its own, in dir's governed and off
+// subdirectories; otherwise there is one run, in dir.
+func scaleMeasure(launcher, bin, dir, in string, n int, id string, sideBySide bool) (func(i int) (governed, error), []scaleStep, error) {
+	if !sideBySide {
+		steps, err := scaleSteps(dir, in, n, id)
+		return func(i int) (governed, error) {
+			return measureGoverned(launcher, bin, steps[i], filepath.Join(dir, "run.db"))
+		}, steps, err
+	}
+	var sides [2][]scaleStep
+	for k, name := range []string{"governed", "off"} {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, err
+		}
+		steps, err := scaleSteps(d, in, n, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		sides[k] = steps
+	}
+	return func(i int) (governed, error) {
+		return measureSideBySide(launcher, bin, sides[0][i], sides[1][i])
+	}, sides[0], nil
 }
 
 // measureStep runs one step in its own process, started by the launcher
